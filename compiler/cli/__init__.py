@@ -1,0 +1,84 @@
+"""The ``p4sub`` command line: one module per subcommand, each with ``register(subparsers)``.
+
+Errors a user can cause are :class:`~compiler.errors.P4subError`; they are caught here, once,
+printed to stderr and turned into exit status 2. Anything else is a bug and shows its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from compiler import __version__
+from compiler.errors import P4subError
+
+# Subcommand modules, in the order ``p4sub --help`` lists them. A module that cannot be imported
+# (an optional part not installed) is left out of the listing rather than breaking the others.
+SUBCOMMANDS = (
+    "compiler.cli.check",
+    "compiler.cli.compile",
+    "compiler.cli.simulate",
+    "compiler.cli.explain",
+    "compiler.cli.build",
+    "compiler.cli.install",
+    "compiler.cli.gen",
+    "compiler.cli.replay",
+    "compiler.cli.route",
+    "compiler.cli.netsim",
+    "compiler.cli.eval",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="p4sub",
+        description="Compile packet subscriptions into programmable-switch pipelines.",
+        epilog="example:\n  p4sub check apps/itch/itch.p4 apps/itch/rules.sub\n"
+        "  p4sub compile apps/itch/itch.p4 apps/itch/rules.sub --target bmv2 -o out",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"p4sub {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except P4subError as exc:
+        print(f"p4sub: error: {exc}" if exc.location is None else str(exc), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("p4sub: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def add_command(sub: argparse._SubParsersAction, name: str, help: str, example: str) -> argparse.ArgumentParser:
+    """Add a subcommand whose ``--help`` ends with an example, as git's do."""
+    return sub.add_parser(
+        name,
+        help=help,
+        description=help,
+        epilog=f"example:\n  {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

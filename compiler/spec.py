@@ -1,0 +1,190 @@
+"""The protocol spec: what a P4 header file tells p4sub about packets and queryable fields.
+
+A :class:`Spec` is read from a small subset of P4_16 (see ``grammar/p4spec.lark`` and
+:mod:`compiler.spec_reader`). It is plain frozen data: the compiler, both backends and the
+reference model read it, none of them change it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from compiler.errors import SourceLocation
+
+MATCH_KINDS = ("exact", "range", "lpm", "ternary")
+
+
+@dataclass(frozen=True)
+class FieldDef:
+    """A field of a header or struct type. ``width`` is in bits, ``type_name`` the P4 type as written."""
+
+    name: str
+    width: int
+    type_name: str = ""
+    location: SourceLocation | None = None
+
+
+@dataclass(frozen=True)
+class HeaderType:
+    """A ``header`` (or ``struct`` of bit fields) declaration."""
+
+    name: str
+    fields: tuple[FieldDef, ...]
+    is_struct: bool = False
+    location: SourceLocation | None = None
+
+    @property
+    def width(self) -> int:
+        return sum(f.width for f in self.fields)
+
+    def field(self, name: str) -> FieldDef | None:
+        return next((f for f in self.fields if f.name == name), None)
+
+
+@dataclass(frozen=True)
+class HeaderInstance:
+    """A member of the headers struct: ``hdr.<name>`` of ``type_name``; ``stack_size`` for ``h[N]``."""
+
+    name: str
+    type_name: str
+    stack_size: int | None = None
+    location: SourceLocation | None = None
+
+
+@dataclass(frozen=True)
+class Extract:
+    """``packet.extract(hdr.<header>)``; ``next`` is True for ``hdr.<header>.next`` on a stack."""
+
+    header: str
+    next: bool = False
+
+
+@dataclass(frozen=True)
+class Advance:
+    """``packet.advance(bits)``: skip ``bits`` bits (a constant), or an expression kept as text."""
+
+    bits: int | None
+    expression: str = ""
+
+
+@dataclass(frozen=True)
+class SelectCase:
+    """One case of ``transition select(...)``: values (with masks) per key, or ``default``.
+
+    ``values`` has one entry per select key; an entry is ``(value, mask)`` with ``mask`` all ones
+    for a plain value, or ``None`` for ``_`` / ``default`` on that key.
+    """
+
+    values: tuple[tuple[int, int] | None, ...]
+    next_state: str
+    is_default: bool = False
+
+
+@dataclass(frozen=True)
+class ParserState:
+    """A parser state: its extracts/advances in order, then either a direct transition or a select.
+
+    ``select_keys`` are field references as written (``hdr.ipv4.protocol`` becomes ``ipv4.protocol``;
+    ``packet.lookahead<bit<N>>()`` becomes ``lookahead:N``). A direct transition is a ``select`` with
+    no keys and a single default case. ``accept`` and ``reject`` are the built-in end states.
+    """
+
+    name: str
+    statements: tuple[Extract | Advance, ...]
+    select_keys: tuple[str, ...]
+    cases: tuple[SelectCase, ...]
+    location: SourceLocation | None = None
+
+
+@dataclass(frozen=True)
+class QueryField:
+    """A field that subscriptions may test: ``header.field`` (instance name, then field name).
+
+    ``match_kind`` is the hint from the annotation (``None`` for plain ``@query_field``: the
+    compiler chooses). ``scale`` is the number of implied decimal digits of a fixed-point field
+    (ITCH prices have 4), so that ``price > 50.25`` means ``price > 502500``. ``is_string``
+    marks fields compared with string constants (stored left-aligned, space-padded).
+    """
+
+    name: str
+    width: int
+    match_kind: str | None = None
+    scale: int = 0
+    is_string: bool = False
+    location: SourceLocation | None = None
+
+    @property
+    def header(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def field_name(self) -> str:
+        return self.name.split(".", 1)[1]
+
+
+@dataclass(frozen=True)
+class Counter:
+    """``@query_counter(name, window_us, slots)``: a tumbling-window aggregate state variable."""
+
+    name: str
+    window_us: int
+    slots: int
+    width: int = 32
+    location: SourceLocation | None = None
+
+
+@dataclass(frozen=True)
+class UserAction:
+    """``@query_action(name, width, ...)``: an action subscriptions may call, with argument widths."""
+
+    name: str
+    arg_widths: tuple[int, ...] = ()
+    location: SourceLocation | None = None
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Everything p4sub needs from a protocol's P4 header definitions.
+
+    ``headers`` are the members of the headers struct (the parser's ``out`` parameter type), in
+    declaration order, which is also the order the deparser emits them. ``query_fields`` keep the
+    annotation order: it is the default field order of the compiler.
+    """
+
+    path: str
+    includes: tuple[str, ...] = ()
+    constants: dict[str, int] = field(default_factory=dict)
+    typedefs: dict[str, int] = field(default_factory=dict)
+    header_types: dict[str, HeaderType] = field(default_factory=dict)
+    headers_struct: str = ""
+    headers: tuple[HeaderInstance, ...] = ()
+    parser_name: str = ""
+    parser_states: dict[str, ParserState] = field(default_factory=dict)
+    start_state: str = "start"
+    query_fields: dict[str, QueryField] = field(default_factory=dict)
+    counters: dict[str, Counter] = field(default_factory=dict)
+    actions: dict[str, UserAction] = field(default_factory=dict)
+
+    def header(self, name: str) -> HeaderInstance | None:
+        return next((h for h in self.headers if h.name == name), None)
+
+    def field_width(self, ref: str) -> int | None:
+        """Width of ``header.field`` (instance name), or None when there is no such field."""
+        if "." not in ref:
+            return None
+        inst_name, field_name = ref.split(".", 1)
+        inst = self.header(inst_name)
+        if inst is None:
+            return None
+        htype = self.header_types.get(inst.type_name)
+        fdef = htype.field(field_name) if htype else None
+        return fdef.width if fdef else None
+
+    def all_fields(self) -> list[str]:
+        """Every ``header.field`` reference the spec declares (for "did you mean" suggestions)."""
+        out = []
+        for inst in self.headers:
+            htype = self.header_types.get(inst.type_name)
+            if htype:
+                out.extend(f"{inst.name}.{f.name}" for f in htype.fields)
+        return out
