@@ -1,0 +1,310 @@
+"""The multi-terminal decision diagram of a rule set (Camus §5.2), ordered by field.
+
+Camus orders BDD variables by field, then by threshold. All the threshold tests of one field that
+follow each other on a path form a chain that splits the field's domain into intervals; we store
+that chain as one multi-way node whose out-edges are disjoint intervals ``(lo, hi, child)``
+covering the domain. This is the same diagram with the chains collapsed, and each node becomes one
+state of the field's table (Algorithm 2) directly. The three reductions of §5.2 hold by construction:
+(i) isomorphic nodes are shared through a unique table; (ii) a node whose edges all lead to the same
+child is not created; (iii) a test implied or contradicted by the path cannot occur, because a field
+is split at most once per path and each edge's interval already carries the path's constraint.
+Leaves are :class:`~compiler.dnf.ActionSet` s (multi-terminal).
+
+Construction sweeps each field's interval endpoints once per node and memoises children on the
+*set* of rule residuals still alive, identified by an order-independent 128-bit sum of random keys
+that is updated as the sweep enters and leaves intervals, so a set is only built when it is new.
+Cost is O(sum over nodes of their edges x log) plus the size of the distinct sets; never a walk of
+the diagram as a tree.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+from compiler.dnf import DEFAULT_LIMIT, ActionSet, Cube, rule_actions, to_dnf
+from compiler.errors import CompileError
+from compiler.predicates import IntervalSet
+from compiler.spec import QueryField
+from compiler.typecheck import TypedRules
+
+Edge = tuple[int, int, int]  # lo, hi, child node id
+
+
+@dataclass(frozen=True)
+class Node:
+    """An inner node: the field at ``level`` is split into ``edges`` (sorted, covering the domain)."""
+
+    level: int
+    edges: tuple[Edge, ...]
+
+
+@dataclass
+class Diagram:
+    """A reduced, ordered decision diagram. Node ids are indexes; ``leaves`` map leaf ids to action sets."""
+
+    fields: list[QueryField]
+    nodes: dict[int, Node] = field(default_factory=dict)
+    leaves: dict[int, ActionSet] = field(default_factory=dict)
+    root: int = -1
+
+    @property
+    def field_names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+    def is_leaf(self, node: int) -> bool:
+        return node in self.leaves
+
+    def child(self, node: int, value: int) -> int:
+        edges = self.nodes[node].edges
+        lo, hi = 0, len(edges) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if edges[mid][0] <= value:
+                lo = mid
+            else:
+                hi = mid - 1
+        return edges[lo][2]
+
+    def evaluate(self, values: dict[str, int]) -> ActionSet:
+        """Follow one packet (attribute name -> integer value) to its leaf."""
+        node = self.root
+        while node not in self.leaves:
+            n = self.nodes[node]
+            node = self.child(node, values[self.fields[n.level].name])
+        return self.leaves[node]
+
+    def reachable(self) -> list[int]:
+        """Node and leaf ids reachable from the root, in breadth-first order by level (root first)."""
+        seen = {self.root}
+        order = [self.root]
+        i = 0
+        while i < len(order):
+            node = order[i]
+            i += 1
+            if node in self.nodes:
+                for _, _, child in self.nodes[node].edges:
+                    if child not in seen:
+                        seen.add(child)
+                        order.append(child)
+        inner = sorted((n for n in order if n in self.nodes), key=lambda n: (self.nodes[n].level, order.index(n)))
+        return inner + [n for n in order if n in self.leaves]
+
+    def path_count(self) -> int:
+        """Root-to-leaf paths ending in a non-empty leaf: the size of the one-big-table baseline (Fig. 12)."""
+        memo: dict[int, int] = {}
+        for node in reversed(self.reachable()):
+            if node in self.leaves:
+                memo[node] = 0 if self.leaves[node].is_empty else 1
+            else:
+                memo[node] = sum(memo[c] for _, _, c in self.nodes[node].edges)
+        return memo[self.root]
+
+
+def default_field_order(cubes: Sequence[Cube], fields: dict[str, QueryField]) -> list[str]:
+    """Fewest distinct predicates first, exact-only fields before the others, then spec order.
+
+    Few distinct predicates near the root keep the upper levels narrow; exact fields early let the
+    widest tables be the cheap exact ones (Camus §5.2 "field ordering").
+    """
+    distinct: dict[str, set[IntervalSet]] = {name: set() for name in fields}
+    for cube in cubes:
+        for name, s in cube:
+            distinct[name].add(s)
+    spec_order = {name: i for i, name in enumerate(fields)}
+
+    def exact_only(name: str) -> bool:
+        return all(len(s.intervals) == 1 and s.intervals[0][0] == s.intervals[0][1] for s in distinct[name])
+
+    used = [n for n in fields if distinct[n]]
+    return sorted(used, key=lambda n: (not exact_only(n), fields[n].match_kind == "lpm", len(distinct[n]), spec_order[n]))
+
+
+def build(typed: TypedRules, *, field_order: Sequence[str] | None = None, dnf_limit: int = DEFAULT_LIMIT,
+          seed: int = 0) -> Diagram:
+    """Compile checked rules into a reduced ordered diagram."""
+    cubes: list[tuple[Cube, ActionSet]] = []
+    for rule in typed.rules:
+        actions = rule_actions(rule)
+        for cube in to_dnf(rule, typed.fields, dnf_limit):
+            cubes.append((cube, actions))
+    order = _resolve_order(field_order, [c for c, _ in cubes], typed.fields)
+    return _Builder([typed.fields[n] for n in order], seed).run(cubes)
+
+
+def _resolve_order(field_order: Sequence[str] | None, cubes: list[Cube], fields: dict[str, QueryField]) -> list[str]:
+    auto = default_field_order(cubes, fields)
+    if not field_order:
+        return auto
+    unknown = [f for f in field_order if f not in fields]
+    if unknown:
+        raise CompileError(f"--field-order names {', '.join(unknown)}, which no rule tests "
+                           f"(fields tested: {', '.join(fields) or 'none'})")
+    return list(field_order) + [f for f in auto if f not in field_order]
+
+
+class _Builder:
+    def __init__(self, fields: list[QueryField], seed: int) -> None:
+        self.fields = fields
+        self.levels = len(fields)
+        self.diagram = Diagram(fields)
+        self._unique: dict[object, int] = {}
+        self._rng = random.Random(seed)
+        # Per level: residual (constraint at this level, ids of next-level objects) and its random key.
+        self._residuals: list[dict[tuple, int]] = [dict() for _ in range(self.levels)]
+        self._res_cons: list[list[IntervalSet | None]] = [[] for _ in range(self.levels)]
+        self._res_next: list[list[tuple[int, ...]]] = [[] for _ in range(self.levels)]
+        self._keys: list[list[int]] = []
+        self._memo: list[dict[tuple[int, int], int]] = [dict() for _ in range(self.levels + 1)]
+        self._items: dict[object, int] = {}
+        self._item_values: list[tuple] = []
+
+    # -- interning ---------------------------------------------------------------------------
+    def _item(self, item: tuple) -> int:
+        """An atomic action, ("port", p) or ("call", (name, args)), as an object id past the last level."""
+        idx = self._items.get(item)
+        if idx is None:
+            idx = self._items[item] = len(self._item_values)
+            self._item_values.append(item)
+        return idx
+
+    def _residual(self, level: int, cube: dict[str, IntervalSet], items: tuple[int, ...]) -> tuple[int, ...]:
+        """Ids of the level-``level`` objects a cube stands for (a residual, or action items past the end)."""
+        if level == self.levels:
+            return items
+        nxt = self._residual(level + 1, cube, items)
+        cons = cube.get(self.fields[level].name)
+        key = (cons, nxt)
+        idx = self._residuals[level].get(key)
+        if idx is None:
+            idx = self._residuals[level][key] = len(self._res_cons[level])
+            self._res_cons[level].append(cons)
+            self._res_next[level].append(nxt)
+        return (idx,)
+
+    def _draw_keys(self) -> None:
+        """One random 128-bit key per object of every level, drawn in a fixed order (deterministic)."""
+        sizes = [len(c) for c in self._res_cons] + [len(self._item_values)]
+        self._keys = []
+        for n in sizes:
+            blob = self._rng.randbytes(16 * n)
+            self._keys.append([int.from_bytes(blob[i:i + 16], "little") for i in range(0, 16 * n, 16)])
+
+    def _leaf(self, actions: ActionSet) -> int:
+        key = ("leaf", actions)
+        node = self._unique.get(key)
+        if node is None:
+            node = self._unique[key] = len(self._unique)
+            self.diagram.leaves[node] = actions
+        return node
+
+    def _node(self, level: int, edges: list[Edge]) -> int:
+        merged: list[list[int]] = []
+        for lo, hi, child in edges:
+            if merged and merged[-1][2] == child:
+                merged[-1][1] = hi
+            else:
+                merged.append([lo, hi, child])
+        if len(merged) == 1:
+            return merged[0][2]  # reduction (ii)
+        node_edges = tuple((a, b, c) for a, b, c in merged)
+        key = (level, node_edges)
+        node = self._unique.get(key)
+        if node is None:  # reduction (i)
+            node = self._unique[key] = len(self._unique)
+            self.diagram.nodes[node] = Node(level, node_edges)
+        return node
+
+    # -- construction ------------------------------------------------------------------------
+    def run(self, cubes: list[tuple[Cube, ActionSet]]) -> Diagram:
+        roots: set[int] = set()
+        for cube, actions in cubes:
+            items = tuple(self._item(("port", p)) for p in sorted(actions.ports))
+            items += tuple(self._item(("call", c)) for c in sorted(actions.calls))
+            if not items:
+                continue  # a rule that only drops changes no leaf
+            roots.update(self._residual(0, dict(cube), items))
+        self._draw_keys()
+        self.diagram.root = self._build(0, frozenset(roots))
+        return self.diagram
+
+    def _build(self, level: int, objs: frozenset[int], hsum: int | None = None) -> int:
+        if hsum is None:
+            keys = self._keys[level]
+            hsum = sum(keys[o] for o in objs)
+        memo_key = (len(objs), hsum)
+        hit = self._memo[level].get(memo_key)
+        if hit is not None:
+            return hit
+        result = self._compute(level, objs)
+        self._memo[level][memo_key] = result
+        return result
+
+    def _compute(self, level: int, objs: frozenset[int]) -> int:
+        if level == self.levels:
+            values = [self._item_values[o] for o in objs]
+            return self._leaf(ActionSet(frozenset(v for k, v in values if k == "port"),
+                                        frozenset(v for k, v in values if k == "call")))
+        if not objs:
+            return self._build(self.levels, objs, 0)
+        cons, nxt = self._res_cons[level], self._res_next[level]
+        top = (1 << self.fields[level].width) - 1
+        counts: dict[int, int] = {}
+        hsum = 0
+        events: list[tuple[int, int, int]] = []
+        keys = self._keys[level + 1]
+        for r in objs:
+            c = cons[r]
+            if c is None or c.is_full:
+                for o in nxt[r]:
+                    n = counts.get(o, 0)
+                    if n == 0:
+                        hsum += keys[o]
+                    counts[o] = n + 1
+            else:
+                for lo, hi in c.intervals:
+                    events.append((lo, 1, r))
+                    if hi < top:
+                        events.append((hi + 1, -1, r))
+        if not events:
+            return self._build(level + 1, frozenset(counts), hsum)
+        events.sort()
+        edges: list[Edge] = []
+        pos, i, n_events = 0, 0, len(events)
+        memo = self._memo[level + 1]
+        while pos <= top:
+            while i < n_events and events[i][0] == pos:
+                _, delta, r = events[i]
+                i += 1
+                for o in nxt[r]:
+                    n = counts.get(o, 0) + delta
+                    if n == 0:
+                        del counts[o]
+                        hsum -= keys[o]
+                    else:
+                        if n == 1 and delta == 1:
+                            hsum += keys[o]
+                        counts[o] = n
+            end = events[i][0] - 1 if i < n_events else top
+            child = memo.get((len(counts), hsum))
+            if child is None:
+                child = self._build(level + 1, frozenset(counts), hsum)
+            edges.append((pos, end, child))
+            pos = end + 1
+        return self._node(level, edges)
+
+
+def iter_paths(diagram: Diagram) -> Iterator[tuple[list[tuple[str, int, int]], ActionSet]]:
+    """Every root-to-leaf path as (field, lo, hi) constraints and its leaf; exponential, for small inputs."""
+    def walk(node: int, path: list[tuple[str, int, int]]):
+        if node in diagram.leaves:
+            yield list(path), diagram.leaves[node]
+            return
+        n = diagram.nodes[node]
+        for lo, hi, child in n.edges:
+            path.append((diagram.fields[n.level].name, lo, hi))
+            yield from walk(child, path)
+            path.pop()
+    yield from walk(diagram.root, [])
+

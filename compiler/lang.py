@@ -1,0 +1,293 @@
+"""Parse subscription rule files (``grammar/subscription.lark``) into the typed AST of :mod:`compiler.rules`.
+
+One LALR parser, built once. Syntax errors become :class:`~compiler.errors.ParseError` with the file,
+line and column and a label a user can act on ("missing ':' before the actions"), found the way lark's
+``error_reporting_lalr`` example does it: by matching the error against small broken examples.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from decimal import Decimal
+from functools import lru_cache
+from pathlib import Path
+
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from compiler import rules as ast
+from compiler.errors import ParseError, P4subError, SourceLocation
+from grammar import grammar_text
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Lark:
+    return Lark(grammar_text("subscription"), parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+# Small broken rules and what is wrong with them; lark picks the label whose example fails the same way.
+_ERROR_EXAMPLES: dict[str, list[str]] = {
+    "missing ':' between the filter and the actions": [
+        "a.b == 1 fwd(1);",
+        "a.b == 1 drop;",
+        "a.b == 1;",
+    ],
+    "missing ';' between two rules": [
+        "a.b == 1: fwd(1) a.b == 2: fwd(2);",
+        "a.b == 1: drop a.c == 2: drop;",
+        "a.b == 1: fwd(1) x == 2: fwd(2);",
+    ],
+    "unclosed parenthesis": [
+        "(a.b == 1: fwd(1);",
+        "(a.b == 1 and (a.c == 2): fwd(1);",
+        "a.b == 1: fwd(1;",
+        "a.b == 1: fwd(1, 2;",
+    ],
+    "a comparison needs an operator and a constant (e.g. h.f == 1)": [
+        "a.b: fwd(1);",
+        "a.b ==: fwd(1);",
+        "a.b == : fwd(1);",
+        "a.b and a.c == 1: fwd(1);",
+        "a.b == 1 and : fwd(1);",
+    ],
+    "missing actions after ':' (e.g. fwd(1) or drop)": [
+        "a.b == 1: ;",
+        "a.b == 1:",
+    ],
+    "fwd takes port numbers, e.g. fwd(1, 2)": [
+        "a.b == 1: fwd();",
+        "a.b == 1: fwd(x);",
+        'a.b == 1: fwd("x");',
+    ],
+    "missing filter before ':'": [
+        ": fwd(1);",
+    ],
+}
+
+
+def parse_rules(text: str, path: str = "<rules>") -> ast.RuleSet:
+    """Parse the text of a rule file. Raises ParseError with the location of the first syntax error."""
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as exc:
+        raise _syntax_error(exc, text, path) from None
+    try:
+        return _ToAst(path).transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, P4subError):
+            raise exc.orig_exc from None
+        raise
+
+
+def read_rules(path: str | Path) -> ast.RuleSet:
+    """Read and parse a rule file; a missing or unreadable file is a P4subError naming it."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise P4subError(f"{path}: no such rule file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise P4subError(f"{path}: cannot read rule file: {exc}") from None
+    return parse_rules(text, str(path))
+
+
+def _syntax_error(exc: UnexpectedInput, text: str, path: str) -> ParseError:
+    loc = SourceLocation(path, exc.line if exc.line > 0 else 1, exc.column if exc.column > 0 else 1)
+    if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
+        lines = text.splitlines() or [""]
+        loc = SourceLocation(path, len(lines), len(lines[-1]) + 1)
+    label = None
+    try:
+        label = exc.match_examples(_parser().parse, _ERROR_EXAMPLES, use_accepts=True)
+    except Exception:  # match_examples re-parses examples; never let that hide the real error
+        label = None
+    if isinstance(exc, UnexpectedCharacters):
+        char = text[exc.pos_in_stream] if 0 <= exc.pos_in_stream < len(text) else "?"
+        detail = f"unexpected character {char!r}"
+    elif isinstance(exc, UnexpectedToken):
+        found = "end of file" if exc.token.type == "$END" else repr(str(exc.token))
+        detail = f"unexpected {found}; expected {_expected(exc.accepts or exc.expected)}"
+    else:
+        detail = "unexpected end of file"
+    return ParseError(f"{label}: {detail}" if label else detail, loc)
+
+
+_TOKEN_NAMES = {
+    "SEMICOLON": "';'", "COLON": "':'", "COMMA": "','", "LPAR": "'('", "RPAR": "')'", "OP": "a comparison operator",
+    "PREFIX": "'prefix'", "AND": "'and'", "OR": "'or'", "NOT": "'not'", "DOTTED": "a field (header.field)",
+    "NAME": "a name", "INT": "a number", "HEX": "a number", "DECIMAL": "a number", "STRING": "a string",
+    "IPV4": "an IPv4 address", "ADDRESS": "an IPv6 or MAC address", "FWD": "'fwd'", "DROP": "'drop'",
+    "TRUE": "'true'", "FALSE": "'false'", "$END": "end of file",
+}
+
+
+def _expected(names: set[str]) -> str:
+    words = sorted({_TOKEN_NAMES.get(n, n.lower()) for n in names})
+    return ", ".join(words[:8]) + (", ..." if len(words) > 8 else "") if words else "something else"
+
+
+def _location(path: str, item: Tree | Token) -> SourceLocation | None:
+    meta = item if isinstance(item, Token) else item.meta
+    line = getattr(meta, "line", None)
+    return SourceLocation(path, line, getattr(meta, "column", 1)) if line else None
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    """Parse tree to AST; flattens nested and/or so that printing and parsing agree."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def _loc(self, meta) -> SourceLocation | None:
+        return SourceLocation(self.path, meta.line, meta.column) if not meta.empty else None
+
+    def _err(self, message: str, meta) -> ParseError:
+        return ParseError(message, self._loc(meta))
+
+    # -- rules ------------------------------------------------------------------------------
+    def start(self, meta, items):
+        return ast.RuleSet(tuple(r for r in items if r is not None), self.path)
+
+    def rule(self, meta, items):
+        filt, actions = items
+        return ast.Rule(filt, actions, self._loc(meta))
+
+    def actions(self, meta, items):
+        ports: list[int] = []
+        fwd_loc = None
+        others: list[ast.Action] = []
+        for item in items:
+            if isinstance(item, ast.Forward):
+                ports.extend(item.ports)
+                fwd_loc = fwd_loc or item.location
+            elif item not in others:
+                others.append(item)
+        out: list[ast.Action] = [ast.Forward(tuple(sorted(set(ports))), fwd_loc)] if ports else []
+        return tuple(out + others)
+
+    def fwd(self, meta, items):
+        return ast.Forward(tuple(items), self._loc(meta))
+
+    def port(self, meta, items):
+        tok = items[0]
+        return int(str(tok), 0)
+
+    def drop(self, meta, items):
+        return ast.Drop(self._loc(meta))
+
+    def call(self, meta, items):
+        name, *args = items
+        return ast.Call(str(name), tuple(a for a in args if a is not None), self._loc(meta))
+
+    # -- filters ----------------------------------------------------------------------------
+    def or_expr(self, meta, items):
+        return ast.Or(self._flatten(items, ast.Or), self._loc(meta))
+
+    def and_expr(self, meta, items):
+        return ast.And(self._flatten(items, ast.And), self._loc(meta))
+
+    @staticmethod
+    def _flatten(items, kind) -> tuple:
+        out = []
+        for item in items:
+            if isinstance(item, Token):
+                continue
+            out.extend(item.items if isinstance(item, kind) else [item])
+        return tuple(out)
+
+    def negation(self, meta, items):
+        return ast.Not(items[-1], self._loc(meta))
+
+    def true(self, meta, items):
+        return ast.Const(True, self._loc(meta))
+
+    def false(self, meta, items):
+        return ast.Const(False, self._loc(meta))
+
+    def comparison(self, meta, items):
+        left, op_tok, right = items
+        op = str(op_tok).lower()
+        op = "==" if op == "=" else op
+        attribute, op, value = self._orient(left, op, right, meta)
+        return ast.Comparison(attribute, op, value, self._loc(meta))
+
+    def _orient(self, left, op: str, right, meta):
+        """Return (attribute, op, constant). A bare name is a string constant unless it must be the attribute."""
+        attrs = (ast.Field, ast.Aggregate, ast.StateVar)
+        if isinstance(left, attrs) and isinstance(right, ast.StateVar):
+            right = ast.String(right.name, right.location)  # h.f == GOOGL, v == GOOGL
+        elif isinstance(left, ast.StateVar) and isinstance(right, attrs):
+            left = ast.String(left.name, left.location)  # GOOGL == h.f
+        if isinstance(left, attrs) and isinstance(right, attrs):
+            raise self._err("both sides of the comparison are attributes; one must be a constant", meta)
+        if isinstance(left, attrs):
+            return left, op, right
+        if isinstance(right, attrs):
+            if op == "prefix":
+                raise self._err("'prefix' takes the attribute on the left: h.f prefix \"ABC\"", meta)
+            return right, ast.FLIPPED[op], left
+        raise self._err("both sides of the comparison are constants; one must be an attribute (header.field)", meta)
+
+    # -- attributes -------------------------------------------------------------------------
+    def field(self, meta, items):
+        return ast.Field(str(items[0]), self._loc(meta))
+
+    def name(self, meta, items):
+        return ast.StateVar(str(items[0]), self._loc(meta))
+
+    def aggregate(self, meta, items):
+        func, arg = items
+        func = str(func)
+        if func.lower() not in ast.AGGREGATES:
+            raise self._err(f"unknown aggregate {func!r}; expected one of {', '.join(ast.AGGREGATES)}", meta)
+        return ast.Aggregate(func.lower(), arg, self._loc(meta))
+
+    # -- constants --------------------------------------------------------------------------
+    def constant(self, meta, items):  # pragma: no cover - every alternative has an alias
+        return items[0]
+
+    def string(self, meta, items):
+        raw = str(items[0])[1:-1]
+        out, i = [], 0
+        while i < len(raw):
+            if raw[i] == "\\" and i + 1 < len(raw):
+                out.append(raw[i + 1])
+                i += 2
+            else:
+                out.append(raw[i])
+                i += 1
+        return ast.String("".join(out), self._loc(meta))
+
+    def hex(self, meta, items):
+        return ast.Number(int(str(items[0]), 16), True, self._loc(meta))
+
+    def decimal(self, meta, items):
+        return ast.Number(Decimal(str(items[0])), False, self._loc(meta))
+
+    def integer(self, meta, items):
+        return ast.Number(int(str(items[0])), False, self._loc(meta))
+
+    def ipv4(self, meta, items):
+        text = str(items[0])
+        try:
+            net = ipaddress.IPv4Network(text, strict=False)
+        except ValueError as exc:
+            raise self._err(f"bad IPv4 address {text!r}: {exc}", meta) from None
+        if "/" in text and int(ipaddress.IPv4Address(text.split("/")[0])) != int(net.network_address):
+            raise self._err(f"IPv4 prefix {text!r} has host bits set; did you mean {net}?", meta)
+        return ast.IPAddress(4, int(net.network_address), net.prefixlen, self._loc(meta))
+
+    def colon_address(self, meta, items):
+        text = str(items[0])
+        parts = text.split(":")
+        if "/" not in text and len(parts) == 6 and all(len(p) == 2 for p in parts):
+            return ast.MACAddress(int("".join(parts), 16), self._loc(meta))
+        try:
+            net = ipaddress.IPv6Network(text, strict=False)
+        except ValueError as exc:
+            raise self._err(f"bad IPv6 or MAC address {text!r}: {exc}", meta) from None
+        if "/" in text and int(ipaddress.IPv6Address(text.split("/")[0])) != int(net.network_address):
+            raise self._err(f"IPv6 prefix {text!r} has host bits set; did you mean {net}?", meta)
+        return ast.IPAddress(6, int(net.network_address), net.prefixlen, self._loc(meta))

@@ -1,0 +1,197 @@
+"""Check rules against a spec, and say what every attribute a rule tests is (width, match kind, scale).
+
+All errors of a file are collected and reported together (up to a limit), each with the rule's
+``FILE:LINE:COL``: a user fixing a rule file wants the whole list, not one error per run.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from compiler import rules as ast
+from compiler.errors import P4subError, SourceLocation, TypeCheckError, raise_all
+from compiler.spec import QueryField, Spec
+from compiler.values import encode_string, scale_decimal, string_prefix_range
+
+AGGREGATE_WIDTH = 32
+V1MODEL_PORT_BITS = 9
+ORDERING = ("<", "<=", ">", ">=")
+
+
+@dataclass(frozen=True)
+class TypedRules:
+    """Rules that passed the checks, with the attributes they test (in spec order, then first use)."""
+
+    rules: ast.RuleSet
+    fields: dict[str, QueryField] = field(default_factory=dict)
+    spec: Spec | None = None
+
+
+def attribute_name(attr: ast.Attribute) -> str:
+    """The name an attribute has in the pipeline: ``h.f``, a state variable, or ``avg(h.f)``."""
+    return attr.name
+
+
+def check_rules(rules: ast.RuleSet, spec: Spec, *, port_bits: int = V1MODEL_PORT_BITS, max_errors: int = 50) -> TypedRules:
+    """Type-check ``rules`` against ``spec``; raise every error found (ErrorList) or return TypedRules."""
+    checker = _Checker(spec, port_bits)
+    for rule in rules:
+        checker.rule(rule)
+        if len(checker.errors) >= max_errors:
+            break
+    raise_all(checker.errors)
+    order = {name: i for i, name in enumerate(spec.query_fields)}
+    fields = dict(sorted(checker.fields.items(), key=lambda kv: (order.get(kv[0], len(order)), checker.first_use[kv[0]])))
+    return TypedRules(rules, fields, spec)
+
+
+class _Checker:
+    def __init__(self, spec: Spec, port_bits: int) -> None:
+        self.spec = spec
+        self.port_bits = port_bits
+        self.errors: list[P4subError] = []
+        self.fields: dict[str, QueryField] = {}
+        self.first_use: dict[str, int] = {}
+        self._known = spec.all_fields()
+
+    def error(self, message: str, location: SourceLocation | None) -> None:
+        self.errors.append(TypeCheckError(message, location))
+
+    # -- rules and actions ------------------------------------------------------------------
+    def rule(self, rule: ast.Rule) -> None:
+        for cmp in ast.comparisons(rule.filter):
+            info = self.attribute(cmp.attribute)
+            if info is not None:
+                self.comparison(cmp, info)
+        for action in rule.actions:
+            self.action(action, rule.location)
+
+    def action(self, action: ast.Action, rule_loc: SourceLocation | None) -> None:
+        loc = action.location or rule_loc
+        if isinstance(action, ast.Forward):
+            limit = (1 << self.port_bits) - 1
+            for port in action.ports:
+                if port > limit:
+                    self.error(f"port {port} is out of range: ports are {self.port_bits}-bit (0..{limit})", loc)
+        elif isinstance(action, ast.Call):
+            decl = self.spec.actions.get(action.name)
+            if decl is None:
+                known = ["fwd", "drop", *self.spec.actions]
+                self.error(f"unknown action {action.name!r}{_did_you_mean(action.name, known)}"
+                           " (declare user actions in the spec with @query_action)", loc)
+                return
+            if len(action.args) != len(decl.arg_widths):
+                self.error(f"action {action.name!r} takes {len(decl.arg_widths)} arguments, got {len(action.args)}", loc)
+                return
+            for arg, width in zip(action.args, decl.arg_widths):
+                if not isinstance(arg, ast.Number) or isinstance(arg.value, Decimal):
+                    self.error(f"arguments of {action.name!r} must be integers, got {arg}", loc)
+                elif arg.value >= 1 << width:
+                    self.error(f"argument {arg} of {action.name!r} does not fit in {width} bits", loc)
+
+    # -- attributes -------------------------------------------------------------------------
+    def attribute(self, attr: ast.Attribute) -> QueryField | None:
+        name = attribute_name(attr)
+        if name in self.fields:
+            return self.fields[name]
+        info = self._resolve(attr)
+        if info is not None:
+            self.fields[name] = info
+            self.first_use[name] = len(self.first_use)
+        return info
+
+    def _resolve(self, attr: ast.Attribute) -> QueryField | None:
+        if isinstance(attr, ast.Field):
+            return self._field(attr)
+        if isinstance(attr, ast.StateVar):
+            if attr.name in self.spec.counters:
+                counter = self.spec.counters[attr.name]
+                return QueryField(attr.name, counter.width, "range", location=attr.location)
+            known = list(self.spec.counters) + self._known
+            self.error(f"unknown attribute {attr.name!r}{_did_you_mean(attr.name, known)}: "
+                       "use header.field for packet fields, or declare a state variable with @query_counter", attr.location)
+            return None
+        arg = attr.argument
+        if isinstance(arg, ast.StateVar) and arg.name not in self.spec.counters:
+            self.error(f"unknown state variable {arg.name!r} in {attr}{_did_you_mean(arg.name, list(self.spec.counters))}",
+                       arg.location)
+            return None
+        if isinstance(arg, ast.Field) and self._field(arg) is None:
+            return None
+        scale = self.spec.query_fields[arg.name].scale if arg.name in self.spec.query_fields else 0
+        return QueryField(attr.name, AGGREGATE_WIDTH, "range", scale=scale if attr.function != "count" else 0,
+                          location=attr.location)
+
+    def _field(self, attr: ast.Field) -> QueryField | None:
+        declared = self.spec.query_fields.get(attr.name)
+        if declared is not None:
+            return declared
+        width = self.spec.field_width(attr.name)
+        if width is None:
+            self.error(f"unknown field {attr.name!r}{_did_you_mean(attr.name, self._known)}", attr.location)
+            return None
+        return QueryField(attr.name, width, None, location=attr.location)
+
+    # -- comparisons ------------------------------------------------------------------------
+    def comparison(self, cmp: ast.Comparison, info: QueryField) -> None:
+        loc = cmp.location or cmp.value.location
+        value, op, name, width = cmp.value, cmp.op, info.name, info.width
+        kind = info.match_kind
+        if kind == "exact" and op in ORDERING + ("prefix",):
+            self.error(f"{name!r} is declared @query_field_exact: '{op}' needs a range or ternary match "
+                       f"(declare it @query_field or @query_field_range)", loc)
+            return
+        try:
+            if isinstance(value, ast.String):
+                if op in ORDERING:
+                    raise ValueError(f"strings are compared with == , != and prefix, not '{op}'")
+                if not info.is_string and info.match_kind is not None and info.name in self.spec.query_fields:
+                    raise ValueError(f"{name!r} is numeric; compare it with a number (mark string fields "
+                                     "with `string` in their @query_field annotation)")
+                (string_prefix_range if op == "prefix" else encode_string)(value.value, width)
+                return
+            if op == "prefix":
+                raise ValueError(f"'prefix' takes a string, got {value}; on a numeric field use ranges or an IP prefix")
+            if isinstance(value, ast.IPAddress):
+                if width != value.width:
+                    raise ValueError(f"IPv{value.version} {'prefix' if value.prefix_len < value.width else 'address'} "
+                                     f"{value} needs a {value.width}-bit field; {name!r} has {width} bits")
+                if value.prefix_len < value.width and op in ORDERING:
+                    raise ValueError(f"'{op}' with a prefix {value} is ambiguous; use == or != with prefixes")
+                return
+            if isinstance(value, ast.MACAddress):
+                if width != 48:
+                    raise ValueError(f"a MAC address needs a 48-bit field; {name!r} has {width} bits")
+                return
+            number = value.value
+            if isinstance(number, Decimal):
+                if not info.scale:
+                    raise ValueError(f"{value} is not an integer and {name!r} has no decimal scale "
+                                     "(declare one with scale=N in its @query_field annotation)")
+                number = scale_decimal(number, info.scale)
+            elif info.scale:
+                number = scale_decimal(number, info.scale)
+            if number >= 1 << width:
+                raise ValueError(f"constant {value} does not fit in {width}-bit field {name!r}"
+                                 f" (max {((1 << width) - 1) / 10 ** info.scale if info.scale else (1 << width) - 1})")
+        except ValueError as exc:
+            self.error(str(exc), loc)
+
+
+def constant_value(value: ast.Constant, info: QueryField) -> int:
+    """The integer a (checked) numeric, address or MAC constant stands for on ``info``'s field."""
+    if isinstance(value, ast.Number):
+        return scale_decimal(value.value, info.scale) if info.scale else int(value.value)
+    if isinstance(value, (ast.IPAddress, ast.MACAddress)):
+        return value.value
+    return encode_string(value.value, info.width)
+
+
+def _did_you_mean(name: str, candidates: list[str]) -> str:
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    if not close and "." in name:
+        tail = name.split(".", 1)[1]
+        close = [c for c in candidates if c.endswith("." + tail)][:1]
+    return f"; did you mean {close[0]!r}?" if close else ""
