@@ -133,26 +133,34 @@ class RecordChunk:
     """Consecutive records sharing one buffer: ``buffer[data_offsets[i]:][:caplens[i]]`` is record i.
 
     ``base`` is the file offset of ``buffer[0]``; ``record_offsets`` are file offsets of the record
-    headers (pcap) or blocks (pcapng).
+    headers (pcap) or blocks (pcapng). All per-record fields are int64 numpy arrays.
     """
 
     buffer: bytes
     base: int
     first_index: int
-    record_offsets: list[int]
-    data_offsets: list[int]
-    caplens: list[int]
-    orig_lens: list[int]
-    timestamps_ns: list[int]
-    linktypes: list[int]
+    record_offsets: np.ndarray
+    data_offsets: np.ndarray
+    caplens: np.ndarray
+    orig_lens: np.ndarray
+    timestamps_ns: np.ndarray
+    linktypes: np.ndarray
 
     def __len__(self) -> int:
         return len(self.data_offsets)
 
     def records(self) -> Iterator[PcapRecord]:
         buf = self.buffer
-        for off, cap, orig, ts, lt in zip(self.data_offsets, self.caplens, self.orig_lens, self.timestamps_ns, self.linktypes):
+        for off, cap, orig, ts, lt in zip(
+            self.data_offsets.tolist(), self.caplens.tolist(), self.orig_lens.tolist(),
+            self.timestamps_ns.tolist(), self.linktypes.tolist(),
+        ):
             yield PcapRecord(ts, buf[off : off + cap], orig, lt)
+
+
+def _chunk_from_lists(buf: bytes, base: int, first_index: int, columns: list[list[int]]) -> RecordChunk:
+    arrays = [np.asarray(c, dtype=np.int64) for c in columns]
+    return RecordChunk(buf, base, first_index, *arrays)
 
 
 def _open(path: str | os.PathLike[str]) -> BinaryIO:
@@ -261,11 +269,10 @@ class PcapReader:
         eof = len(buf) < self.chunk_bytes
         walk = self._walk_pcap if self.section.kind == "pcap" else self._walk_pcapng
         while True:
-            chunk = RecordChunk(buf, base, self._index, [], [], [], [], [], [])
-            pos, status = walk(buf, pos, base, eof, max_records, chunk)
-            if chunk.data_offsets:
-                self._index += len(chunk.data_offsets)
-                self.records_read += len(chunk.data_offsets)
+            pos, status, chunk = walk(buf, pos, base, eof, max_records)
+            if len(chunk):
+                self._index += len(chunk)
+                self.records_read += len(chunk)
                 yield chunk
             if status == "done":
                 return
@@ -285,55 +292,84 @@ class PcapReader:
     def _past_end(self, absolute: int) -> bool:
         return self._end is not None and absolute >= self._end
 
-    def _walk_pcap(self, buf: bytes, pos: int, base: int, eof: bool, max_records: int, out: RecordChunk) -> tuple[int, str]:
+    def _walk_pcap(self, buf: bytes, pos: int, base: int, eof: bool, max_records: int) -> tuple[int, str, RecordChunk]:
+        """Collect records from ``pos`` until the buffer, the range or ``max_records`` ends.
+
+        The inner loop only follows the length field (the one thing needed to step on); the
+        other header checks run vectorised afterwards and, on a failure, the walk is cut back to
+        the bad record and resynchronised from there.
+        """
         sec = self.section
         order = sec.byte_order
-        header = struct.Struct(order + "IIII")
-        unpack = header.unpack_from
         n = len(buf)
         iface = sec.interfaces[0]
-        linktype = iface.linktype
-        max_cap = max(iface.snaplen, 65535) if iface.snaplen else MAX_RECORD
-        max_cap = min(max_cap, MAX_RECORD)
+        max_cap = min(max(iface.snaplen, 65535), MAX_RECORD) if iface.snaplen else MAX_RECORD
         frac_limit = 1_000_000_000 if sec.nanosecond else 1_000_000
-        frac_scale = 1 if sec.nanosecond else 1000
-        offsets, dofs, caps, origs, stamps = out.record_offsets, out.data_offsets, out.caplens, out.orig_lens, out.timestamps_ns
-        count = 0
+        cap_at = struct.Struct(order + "I").unpack_from
+        range_stop = n if self._end is None else self._end - base
+        positions: list[int] = []
+        heads: list[np.ndarray] = []
+        append = positions.append
         while True:
-            if count >= max_records:
-                out.linktypes.extend([linktype] * count)
-                return pos, "full"
-            if self._end is not None and base + pos >= self._end:
-                out.linktypes.extend([linktype] * count)
-                return pos, "done"
-            if pos + 16 > n:
-                out.linktypes.extend([linktype] * count)
-                return pos, "more"
-            ts_sec, frac, caplen, orig = unpack(buf, pos)
-            if caplen > max_cap or orig < caplen or frac >= frac_limit:
-                if not self._resyncing:
-                    self.damage.add("bad_record_header")
-                    self._resyncing = True
-                new_pos = self._resync_pcap(buf, pos + 1, order, max_cap, frac_limit, self._last_sec, eof)
-                if new_pos is None:
-                    out.linktypes.extend([linktype] * count)
-                    # Keep the last 15 bytes: a record header may straddle the chunk boundary.
-                    return (max(pos + 1, n - 15) if not eof else n), "more"
-                pos = new_pos
-                continue
-            end = pos + 16 + caplen
-            if end > n:
-                out.linktypes.extend([linktype] * count)
-                return pos, "more"
-            offsets.append(base + pos)
-            dofs.append(pos + 16)
-            caps.append(caplen)
-            origs.append(orig)
-            stamps.append(ts_sec * 1_000_000_000 + frac * frac_scale)
-            self._last_sec = ts_sec
-            self._resyncing = False
-            count += 1
-            pos = end
+            first_new = len(positions)
+            room = max_records - first_new
+            bad = False
+            limit = min(range_stop - 1, n - 16)  # a header at pos <= limit is in range and in buf
+            while room and pos <= limit:
+                caplen = cap_at(buf, pos + 8)[0]
+                end = pos + 16 + caplen
+                if caplen > max_cap or end > n:
+                    break
+                append(pos)
+                pos = end
+                room -= 1
+            if not room:
+                status = "full"
+            elif pos >= range_stop:
+                status = "done"
+            elif pos + 16 > n:
+                status = "more"
+            elif cap_at(buf, pos + 8)[0] > max_cap:
+                bad = True
+            else:
+                status = "more"
+            if len(positions) > first_new:
+                head = _gather_words(buf, positions[first_new:], order, 4)
+                ok = (head[:, 3] >= head[:, 2]) & (head[:, 1] < frac_limit)
+                if not ok.all():
+                    i = int(np.argmin(ok))
+                    pos = positions[first_new + i]
+                    del positions[first_new + i :]
+                    head = head[:i]
+                    bad = True
+                if len(head):
+                    heads.append(head)
+                    self._resyncing = False
+                    self._last_sec = int(head[-1, 0])
+            if not bad:
+                break
+            if not self._resyncing:
+                self.damage.add("bad_record_header")
+                self._resyncing = True
+            new_pos = self._resync_pcap(buf, pos + 1, order, max_cap, frac_limit, self._last_sec, eof)
+            if new_pos is None:
+                # Keep the last 15 bytes: a record header may straddle the chunk boundary.
+                pos = max(pos + 1, n - 15) if not eof else n
+                status = "more"
+                break
+            pos = new_pos
+        return pos, status, self._pcap_chunk(buf, base, positions, heads)
+
+    def _pcap_chunk(self, buf: bytes, base: int, positions: list[int], heads: list[np.ndarray]) -> RecordChunk:
+        sec = self.section
+        pos = np.asarray(positions, dtype=np.int64)
+        head = np.concatenate(heads).astype(np.int64) if heads else np.empty((0, 4), dtype=np.int64)
+        scale = 1 if sec.nanosecond else 1000
+        return RecordChunk(
+            buf, base, self._index, pos + base, pos + 16, head[:, 2], head[:, 3],
+            head[:, 0] * 1_000_000_000 + head[:, 1] * scale,
+            np.full(len(pos), sec.interfaces[0].linktype, dtype=np.int64),
+        )
 
     def _resync_pcap(self, buf: bytes, start: int, order: str, max_cap: int, frac_limit: int, last_sec: int, eof: bool) -> int | None:
         """First position >= start where a plausible header is followed by another (or by EOF)."""
@@ -368,12 +404,15 @@ class PcapReader:
                         break
         return best
 
-    def _walk_pcapng(self, buf: bytes, pos: int, base: int, eof: bool, max_records: int, out: RecordChunk) -> tuple[int, str]:
+    def _walk_pcapng(self, buf: bytes, pos: int, base: int, eof: bool, max_records: int) -> tuple[int, str, RecordChunk]:
+        columns: list[list[int]] = [[], [], [], [], [], []]
+        pos, status = self._walk_pcapng_blocks(buf, pos, base, eof, max_records, columns)
+        return pos, status, _chunk_from_lists(buf, base, self._index, columns)
+
+    def _walk_pcapng_blocks(self, buf: bytes, pos: int, base: int, eof: bool, max_records: int, columns: list[list[int]]) -> tuple[int, str]:
         n = len(buf)
         count = 0
-        offsets, dofs, caps, origs, stamps, lts = (
-            out.record_offsets, out.data_offsets, out.caplens, out.orig_lens, out.timestamps_ns, out.linktypes,
-        )
+        offsets, dofs, caps, origs, stamps, lts = columns
         while True:
             if count >= max_records:
                 return pos, "full"
@@ -511,6 +550,13 @@ class PcapReader:
                         best = p
                         break
         return best
+
+
+def _gather_words(buf: bytes, positions: list[int], order: str, count: int) -> np.ndarray:
+    """``count`` 32-bit words at each (unaligned) position of ``buf``, as an (N, count) array."""
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    idx = np.asarray(positions, dtype=np.int64)[:, None] + np.arange(4 * count, dtype=np.int64)
+    return np.ascontiguousarray(arr[idx]).view(np.dtype(order + "u4")).reshape(len(positions), count)
 
 
 def _parse_idb(buf: bytes, body: int, body_end: int, order: str) -> Interface:
