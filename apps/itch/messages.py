@@ -14,6 +14,7 @@ Layouts: ecosystem digest §1.2, cross-checked against itchfeed and meatpy in th
 
 from __future__ import annotations
 
+import operator
 import struct
 from dataclasses import dataclass, fields
 from typing import ClassVar, Union
@@ -244,22 +245,25 @@ class _Layout:
         self.kinds = kinds[:2] + kinds[4:]  # drop the two timestamp halves
         self.text_fields = [k.endswith(("s", "c")) for k in self.kinds]
         self.widths = [int(k[:-1]) if k.endswith("s") else 1 for k in self.kinds]
+        self.getter = operator.attrgetter(*self.names)
+        self.pack = self.struct.pack
+        self.type = cls.TYPE
+        # (index into the field values, byte width) of every text field
+        self.text_slots = [(i + 1, w) for i, (t, w) in enumerate(zip(self.text_fields[2:], self.widths[2:]), start=2) if t]
 
     def encode(self, msg: object) -> bytes:
-        values = [getattr(msg, n) for n in self.names]
-        ts = values[2]
+        v = list(self.getter(msg))
+        ts = v[2]
         if not 0 <= ts <= MAX_TIMESTAMP:
             raise ValueError(f"timestamp out of 48-bit range: {ts}")
-        out: list[object] = [self.cls.TYPE, values[0], values[1], ts >> 32, ts & 0xFFFFFFFF]
-        for v, text, width in zip(values[3:], self.text_fields[2:], self.widths[2:]):
-            if text:
-                b = v.encode("latin-1")
-                if len(b) > width or (width <= 2 and len(b) != width):
-                    raise ValueError(f"{self.cls.__name__}: {v!r} does not fit {width} byte(s)")
-                out.append(b.ljust(width, b" "))
-            else:
-                out.append(v)
-        return self.struct.pack(*out)
+        for i, width in self.text_slots:
+            b = v[i].encode("latin-1")
+            if len(b) != width:
+                if len(b) > width or width <= 2:
+                    raise ValueError(f"{self.cls.__name__}: {v[i]!r} does not fit {width} byte(s)")
+                b = b.ljust(width, b" ")
+            v[i] = b
+        return self.pack(self.type, v[0], v[1], ts >> 32, ts & 0xFFFFFFFF, *v[3:])
 
     def decode(self, data: bytes | memoryview, offset: int = 0) -> object:
         raw = self.struct.unpack_from(data, offset)
