@@ -88,7 +88,8 @@ class Diagram:
                     if child not in seen:
                         seen.add(child)
                         order.append(child)
-        inner = sorted((n for n in order if n in self.nodes), key=lambda n: (self.nodes[n].level, order.index(n)))
+        position = {n: i for i, n in enumerate(order)}
+        inner = sorted((n for n in order if n in self.nodes), key=lambda n: (self.nodes[n].level, position[n]))
         return inner + [n for n in order if n in self.leaves]
 
     def path_count(self) -> int:

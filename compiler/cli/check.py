@@ -1,0 +1,48 @@
+"""``p4sub check SPEC RULES``: type-check a rule file against a spec and summarise it."""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+
+from compiler.cli import add_command
+from compiler.lang import read_rules
+from compiler.rules import Call, Drop, comparisons
+from compiler.typecheck import check_rules
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = add_command(sub, "check", "type-check subscriptions against a P4 spec and print a summary",
+                    "p4sub check apps/itch/itch.p4 apps/itch/rules.sub")
+    p.add_argument("spec", help="P4 file with the protocol's headers, parser and @query_* annotations")
+    p.add_argument("rules", help="subscription rule file")
+    p.add_argument("--port-bits", type=int, default=9, help="width of egress ports (9 on v1model and Tofino)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from compiler.spec_reader import read_spec
+
+    spec = read_spec(args.spec)
+    typed = check_rules(read_rules(args.rules), spec, port_bits=args.port_bits)
+    constants: dict[str, set[str]] = defaultdict(set)
+    for rule in typed.rules:
+        for cmp in comparisons(rule.filter):
+            constants[cmp.attribute.name].add(f"{cmp.op} {cmp.value}")
+    ports = sorted({p for r in typed.rules for p in r.ports})
+    calls = sorted({a.name for r in typed.rules for a in r.actions if isinstance(a, Call)})
+    drops = sum(1 for r in typed.rules if any(isinstance(a, Drop) for a in r.actions))
+    print(f"{args.rules}: {len(typed.rules)} rules, OK against {args.spec}")
+    print(f"{'field':<32} {'match':<8} {'width':>5}  distinct constraints")
+    for name, info in typed.fields.items():
+        kind = info.match_kind or "auto"
+        print(f"{name:<32} {kind:<8} {info.width:>5}  {len(constants[name])}")
+    print(f"ports: {len(ports)} ({_span(ports)})" + (f"; user actions: {', '.join(calls)}" if calls else "")
+          + (f"; rules that drop: {drops}" if drops else ""))
+    return 0
+
+
+def _span(ports: list[int]) -> str:
+    if not ports:
+        return "none"
+    return ", ".join(map(str, ports)) if len(ports) <= 8 else f"{ports[0]}..{ports[-1]}"

@@ -1,0 +1,56 @@
+"""``p4sub explain OUT --packet JSON``: the path of one packet through the tables."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from compiler import ir
+from compiler.cli import add_command
+from compiler.errors import P4subError
+from compiler.values import packet_value
+from runtime.model import Model
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = add_command(sub, "explain", "show the tables, states and entries one packet goes through",
+                    "p4sub explain out --packet '{\"add_order.stock\": \"GOOGL\", \"add_order.price\": 1234500}'")
+    p.add_argument("out", help="directory with pipeline.json")
+    p.add_argument("--packet", required=True, help="a JSON object of field values")
+    p.set_defaults(func=run)
+
+
+def _match_text(match: ir.Match) -> str:
+    if isinstance(match, ir.Exact):
+        return str(match.value)
+    if isinstance(match, ir.Range):
+        return f"{match.lo}..{match.hi}"
+    if isinstance(match, ir.Lpm):
+        return f"{match.value:#x}/{match.prefix_len}"
+    return f"{match.value:#x}&&&{match.mask:#x}"
+
+
+def run(args: argparse.Namespace) -> int:
+    pipeline = ir.load(args.out)
+    try:
+        raw = json.loads(args.packet)
+    except json.JSONDecodeError as exc:
+        raise P4subError(f"--packet: not JSON: {exc.msg} (column {exc.colno})") from None
+    widths = {k.field: k.width for t in pipeline.tables for k in t.keys}
+    values = {}
+    for f, w in widths.items():
+        if f.startswith("meta."):
+            continue
+        if f not in raw:
+            raise P4subError(f"--packet lacks field {f!r}, which the pipeline matches on")
+        values[f] = packet_value(raw[f], w, scale=pipeline.attributes.get(f, {}).get("scale", 0), name=f)
+    ports, trace = Model(pipeline).run_one(values)
+    for table_name, entry in trace:
+        table = pipeline.table(table_name)
+        if entry is None:
+            print(f"{table_name:<36} miss -> {table.default_action if not table.on_miss else 'apply ' + table.on_miss}")
+        else:
+            keys = ", ".join(f"{k.field}={_match_text(m)}" for k, m in zip(table.keys, entry.matches))
+            print(f"{table_name:<36} hit [{keys}] -> {entry.action}({', '.join(map(str, entry.args))})")
+    print(json.dumps({"ports": sorted(ports)}))
+    return 0

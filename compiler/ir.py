@@ -1,0 +1,255 @@
+"""The Pipeline IR: what a compiled subscription set is, independent of any target.
+
+Plain frozen dataclasses that both backends render and the reference model executes. They hold
+facts only (tables, keys, match kinds, entries with priorities, multicast groups); a backend never
+computes routing or diagrams, it spells these facts in its architecture's terms.
+
+``pipeline.json`` is this IR serialised by :func:`to_json`; its ``format_version`` changes whenever
+the meaning of a field changes. Conventions: a field reference is ``header.field`` for packet
+fields and ``meta.<name>`` for pipeline metadata; entry priorities follow P4Runtime (higher number
+wins, only for tables with ternary or range keys); multicast group ids start at 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from compiler.errors import P4subError
+from compiler.spec import Spec
+
+FORMAT_VERSION = 1
+STATE = "meta.p4sub_state"
+
+
+@dataclass(frozen=True)
+class Key:
+    """A table key: a field reference, its width in bits, and a P4 match kind."""
+
+    field: str
+    width: int
+    match_kind: str
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    width: int
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """One step of an action body.
+
+    ``op`` is one of: ``set_meta`` (args: metadata field, param name), ``set_egress_port`` (param),
+    ``set_mcast_group`` (param), ``drop``, ``user`` (the user action's name; its params are passed on).
+    """
+
+    op: str
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    params: tuple[Param, ...] = ()
+    body: tuple[Primitive, ...] = ()
+
+
+@dataclass(frozen=True)
+class Table:
+    """A match-action table. ``on_miss`` names a table applied when this one misses (P4 ``if (!t.apply().hit)``)."""
+
+    name: str
+    keys: tuple[Key, ...]
+    actions: tuple[str, ...]
+    default_action: str
+    default_args: tuple[int, ...] = ()
+    size: int = 1024
+    on_miss: str | None = None
+    role: str = ""  # "field" (a field's state transition), "miss", "code" (domain compression), "leaf"
+    attribute: str = ""  # the rule attribute this table tests, for field/miss/code tables
+
+    @property
+    def needs_priority(self) -> bool:
+        return any(k.match_kind in ("ternary", "range") for k in self.keys)
+
+
+@dataclass(frozen=True)
+class Exact:
+    value: int
+
+
+@dataclass(frozen=True)
+class Lpm:
+    value: int
+    prefix_len: int
+
+
+@dataclass(frozen=True)
+class Ternary:
+    value: int
+    mask: int
+
+
+@dataclass(frozen=True)
+class Range:
+    lo: int
+    hi: int
+
+
+Match = Union[Exact, Lpm, Ternary, Range]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A table entry: one match per key, an action with its arguments, a P4Runtime priority (higher wins)."""
+
+    table: str
+    matches: tuple[Match, ...]
+    action: str
+    args: tuple[int, ...] = ()
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class MulticastGroup:
+    """A multicast group: one copy of the packet to each port. Backends choose replication ids."""
+
+    id: int
+    ports: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Register:
+    name: str
+    width: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Metadata:
+    name: str
+    width: int
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A whole compiled pipeline. ``control`` lists the tables applied in order (each may chain ``on_miss``)."""
+
+    spec: Spec
+    metadata: tuple[Metadata, ...]
+    actions: tuple[Action, ...]
+    tables: tuple[Table, ...]
+    control: tuple[str, ...]
+    entries: tuple[Entry, ...]
+    multicast_groups: tuple[MulticastGroup, ...] = ()
+    registers: tuple[Register, ...] = ()
+    field_order: tuple[str, ...] = ()
+    states: int = 0
+    attributes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    name: str = "p4sub"
+    format_version: int = FORMAT_VERSION
+
+    def table(self, name: str) -> Table:
+        return next(t for t in self.tables if t.name == name)
+
+    def action(self, name: str) -> Action:
+        return next(a for a in self.actions if a.name == name)
+
+    def entries_of(self, table: str) -> list[Entry]:
+        return [e for e in self.entries if e.table == table]
+
+
+# ------------------------------------------------------------------------------------------------
+# JSON
+# ------------------------------------------------------------------------------------------------
+
+
+def to_json(obj: Any) -> Any:
+    """A dataclass tree as JSON-ready data; members of a Union carry ``"kind": ClassName``."""
+    cls = type(obj)
+    if cls in (int, str, float, bool) or obj is None:
+        return obj
+    if cls in (list, tuple):
+        return [to_json(x) for x in obj]
+    if cls is dict:
+        return {str(k): to_json(v) for k, v in obj.items()}
+    names = _field_names(cls)
+    out = {"kind": cls.__name__} if cls.__name__ in _TAGGED else {}
+    for name in names:
+        out[name] = to_json(getattr(obj, name))
+    return out
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+@functools.cache
+def _hints(cls: type) -> tuple[tuple[str, Any], ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
+
+
+def from_json(cls: Any, data: Any) -> Any:
+    """Inverse of :func:`to_json`, guided by the type hints of ``cls``."""
+    origin = typing.get_origin(cls)
+    if origin in (Union, types.UnionType):
+        options = [a for a in typing.get_args(cls) if a is not type(None)]
+        if data is None:
+            return None
+        if isinstance(data, dict) and "kind" in data:
+            target = next(o for o in options if getattr(o, "__name__", "") == data["kind"])
+            return from_json(target, data)
+        return from_json(options[0], data)
+    if origin is tuple:
+        args = typing.get_args(cls)
+        if len(args) == 2 and args[1] is Ellipsis:
+            if args[0] is int:
+                return tuple(data)
+            return tuple(from_json(args[0], x) for x in data)
+        return tuple(from_json(a, x) for a, x in zip(args, data))
+    if origin is dict:
+        kt, vt = typing.get_args(cls)
+        return {from_json(kt, k): from_json(vt, v) for k, v in data.items()}
+    if origin is list:
+        (vt,) = typing.get_args(cls)
+        return [from_json(vt, x) for x in data]
+    if dataclasses.is_dataclass(cls):
+        return cls(**{name: from_json(hint, data[name]) for name, hint in _hints(cls) if name in data})
+    if cls is Any:
+        return data
+    if cls is int and isinstance(data, str):
+        return int(data)
+    return data
+
+
+_TAGGED = {"Exact", "Lpm", "Ternary", "Range", "Extract", "Advance"}
+
+
+def save(pipeline: Pipeline, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(to_json(pipeline), separators=(",", ":")) + "\n", encoding="utf-8")
+
+
+def load(path: str | Path) -> Pipeline:
+    """Read ``pipeline.json`` (a file, or a directory that holds one)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "pipeline.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise P4subError(f"{path}: no such file (run `p4sub compile` first)") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise P4subError(f"{path}: not a pipeline.json: {exc}") from None
+    if data.get("format_version") != FORMAT_VERSION:
+        raise P4subError(f"{path}: pipeline format {data.get('format_version')!r}; this p4sub reads {FORMAT_VERSION}")
+    return from_json(Pipeline, data)

@@ -1,0 +1,365 @@
+"""Slice a decision diagram into match-action tables (Camus Algorithm 2) and build the Pipeline IR.
+
+Each field gets a stage: a table keyed on (state, field) whose entries move the state from a node
+of that field's level to the node's child, and a miss table keyed on the state alone that sends every
+value no entry matched to the node's most common child. A state whose path skips the field matches
+no entry in either and keeps its value (the tables' default action is ``NoAction``), so pass-through
+costs nothing. After the last stage the state is a leaf, and the leaf table maps it to ports or a
+multicast group. State ids are dense over the reachable diagram (root 0) and their width is computed.
+
+Match kinds are chosen per field: ``exact`` when every edge but the default is a single value, ``lpm``
+for ``@query_field_lpm`` fields, otherwise ``range``, or on request ``ternary`` (the minimal prefix
+table of the field's partition, by ORTC) or domain compression (a code table maps the field to the
+index of its elementary interval first, and the state table matches the small code: Camus §5.2's
+"lower-resolution domain").
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from compiler import ir
+from compiler.bdd import Diagram
+from compiler.dnf import ActionSet
+from compiler.errors import CompileError
+from compiler.spec import QueryField, Spec
+
+RANGE_ENCODINGS = ("range", "ternary", "compress")
+PORT_WIDTH = 9
+GROUP_WIDTH = 16
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """How to lay out tables. ``range_encoding`` applies to fields that are neither exact nor lpm."""
+
+    range_encoding: str = "range"
+    per_field_encoding: dict[str, str] = field(default_factory=dict)
+    headroom: float = 1.25
+    min_size: int = 64
+    exact_expand_limit: int = 64
+
+
+def sanitize(name: str) -> str:
+    """A P4 identifier for an attribute: ``add_order.price`` -> ``add_order_price``, ``avg(x.y)`` -> ``avg_x_y``."""
+    out = "".join(c if c.isalnum() else "_" for c in name)
+    while "__" in out:
+        out = out.replace("__", "_")
+    return out.strip("_")
+
+
+def build_pipeline(diagram: Diagram, spec: Spec | None, options: TableOptions = TableOptions(),
+                   name: str = "p4sub") -> ir.Pipeline:
+    """The Pipeline IR for a diagram: tables, entries, multicast groups, metadata."""
+    return _Slicer(diagram, spec, options, name).run()
+
+
+class _Slicer:
+    def __init__(self, diagram: Diagram, spec: Spec | None, options: TableOptions, name: str) -> None:
+        self.d = diagram
+        self.spec = spec
+        self.options = options
+        self.name = name
+        order = diagram.reachable()
+        self.state_of = {node: i for i, node in enumerate(order)}
+        self.state_width = max(1, (len(order) - 1).bit_length())
+        self.entries: list[ir.Entry] = []
+        self.tables: list[ir.Table] = []
+        self.metadata: list[ir.Metadata] = [ir.Metadata(ir.STATE, self.state_width)]
+        self.control: list[str] = []
+        self.attributes: dict[str, dict] = {}
+        self.empty_leaf = next((n for n, a in diagram.leaves.items() if a.is_empty and n in self.state_of), None)
+
+    def state(self, node: int) -> int:
+        return self.state_of[node]
+
+    # -- driver ------------------------------------------------------------------------------
+    def run(self) -> ir.Pipeline:
+        by_level: dict[int, list[int]] = {}
+        for node in self.state_of:
+            if node in self.d.nodes:
+                by_level.setdefault(self.d.nodes[node].level, []).append(node)
+        for level, info in enumerate(self.d.fields):
+            nodes = by_level.get(level, [])
+            if nodes:
+                self.stage(info, nodes)
+        groups = self.leaf_tables()
+        actions = self.action_defs()
+        sized = tuple(self._sized(t) for t in self.tables)
+        return ir.Pipeline(
+            spec=self.spec or Spec(path="<none>"),
+            metadata=tuple(self.metadata),
+            actions=actions,
+            tables=sized,
+            control=tuple(self.control),
+            entries=tuple(self.entries),
+            multicast_groups=groups,
+            field_order=tuple(self.d.field_names),
+            states=len(self.state_of),
+            attributes=self.attributes,
+            name=self.name,
+        )
+
+    def _sized(self, table: ir.Table) -> ir.Table:
+        n = sum(1 for e in self.entries if e.table == table.name)
+        size = max(self.options.min_size, math.ceil(n * self.options.headroom))
+        return ir.Table(**{**table.__dict__, "size": size})
+
+    # -- field stages -----------------------------------------------------------------------
+    def stage(self, info: QueryField, nodes: list[int]) -> None:
+        kind = self.choose_kind(info, nodes)
+        base = f"field_{sanitize(info.name)}"
+        state_key = ir.Key(ir.STATE, self.state_width, "exact")
+        self.attributes[info.name] = {"width": info.width, "match_kind": kind, "scale": info.scale,
+                                      "is_string": info.is_string, "table": base}
+        miss = f"{base}_miss"
+        if kind == "compress":
+            self.compressed_stage(info, nodes, base, miss, state_key)
+            return
+        key = ir.Key(info.name, info.width, kind)
+        self.tables.append(ir.Table(base, (state_key, key), ("set_state", "NoAction"), "NoAction", on_miss=miss,
+                                    role="field", attribute=info.name))
+        self.tables.append(ir.Table(miss, (state_key,), ("set_state", "NoAction"), "NoAction", role="miss",
+                                    attribute=info.name))
+        self.control.append(base)
+        for node in nodes:
+            edges = self.d.nodes[node].edges
+            default = self.default_child(edges, kind)
+            s = self.state(node)
+            if kind == "exact":
+                for lo, hi, child in edges:
+                    if child != default:
+                        for v in range(lo, hi + 1):
+                            self.add(base, (ir.Exact(s), ir.Exact(v)), child)
+            elif kind == "range":
+                for lo, hi, child in edges:
+                    if child != default:
+                        self.add(base, (ir.Exact(s), ir.Range(lo, hi)), child, priority=1)
+            else:
+                default, prefixes = ortc(edges, info.width, prefer=default)
+                for value, plen, child in prefixes:
+                    if kind == "lpm":
+                        match: ir.Match = ir.Lpm(value, plen)
+                        self.add(base, (ir.Exact(s), match), child)
+                    else:
+                        mask = ((1 << info.width) - 1) ^ ((1 << (info.width - plen)) - 1)
+                        self.add(base, (ir.Exact(s), ir.Ternary(value, mask)), child, priority=plen + 1)
+            if default != self.empty_leaf:
+                self.add(miss, (ir.Exact(s),), default)
+
+    def choose_kind(self, info: QueryField, nodes: list[int]) -> str:
+        requested = self.options.per_field_encoding.get(info.name)
+        if requested:
+            return requested
+        if info.match_kind == "lpm":
+            return "lpm"
+        exact_ok = all(self._exact_ok(self.d.nodes[n].edges) for n in nodes)
+        if info.match_kind == "exact":
+            if not exact_ok:
+                raise CompileError(f"{info.name} is declared @query_field_exact but the rules split it into ranges "
+                                   f"wider than {self.options.exact_expand_limit} values; declare it "
+                                   "@query_field_range or @query_field", info.location)
+            return "exact"
+        if exact_ok and all(self._singletons(self.d.nodes[n].edges) for n in nodes):
+            return "exact"
+        return self.options.range_encoding
+
+    def _exact_ok(self, edges) -> bool:
+        return self.default_child(edges, "exact") is not None
+
+    def _singletons(self, edges) -> bool:
+        default = self.default_child(edges, "exact")
+        return all(lo == hi for lo, hi, c in edges if c != default)
+
+    def default_child(self, edges, kind: str) -> int | None:
+        """The child the miss table sends a state to: the one whose edges would cost the most entries."""
+        if kind == "exact":
+            wide = {c for lo, hi, c in edges if hi - lo + 1 > self.options.exact_expand_limit}
+            if len(wide) > 1:
+                return None
+            if wide:
+                return wide.pop()
+            weight = Counter()
+            for lo, hi, c in edges:
+                weight[c] += hi - lo + 1
+        else:
+            weight = Counter(c for _, _, c in edges)
+        if self.empty_leaf in weight:
+            weight[self.empty_leaf] += 1  # choosing the empty leaf also saves the miss entry
+        return max(weight, key=lambda c: (weight[c], -c))
+
+    def compressed_stage(self, info: QueryField, nodes: list[int], base: str, miss: str, state_key: ir.Key) -> None:
+        bounds = sorted({lo for n in nodes for lo, _, _ in self.d.nodes[n].edges})
+        code_width = max(1, (len(bounds) - 1).bit_length())
+        code_field = f"meta.p4sub_code_{sanitize(info.name)}"
+        self.metadata.append(ir.Metadata(code_field, code_width))
+        code_table = f"{base}_code"
+        top = (1 << info.width) - 1
+        self.tables.append(ir.Table(code_table, (ir.Key(info.name, info.width, "range"),), (f"set_code_{sanitize(info.name)}",),
+                                    f"set_code_{sanitize(info.name)}", (0,), role="code", attribute=info.name))
+        self.control.append(code_table)
+        for i, lo in enumerate(bounds):
+            hi = bounds[i + 1] - 1 if i + 1 < len(bounds) else top
+            if i:  # code 0 is the default action's
+                self.entries.append(ir.Entry(code_table, (ir.Range(lo, hi),), f"set_code_{sanitize(info.name)}", (i,), 1))
+        self.attributes[info.name].update(code_width=code_width, code_field=code_field, code_table=code_table)
+        code_of = {lo: i for i, lo in enumerate(bounds)}
+        upper = {lo: (bounds[i + 1] - 1 if i + 1 < len(bounds) else top) for i, lo in enumerate(bounds)}
+        key = ir.Key(code_field, code_width, "range")
+        self.tables.append(ir.Table(base, (state_key, key), ("set_state", "NoAction"), "NoAction", on_miss=miss,
+                                    role="field", attribute=info.name))
+        self.tables.append(ir.Table(miss, (state_key,), ("set_state", "NoAction"), "NoAction", role="miss",
+                                    attribute=info.name))
+        self.control.append(base)
+        for node in nodes:
+            edges = self.d.nodes[node].edges
+            default = self.default_child(edges, "range")
+            s = self.state(node)
+            for lo, hi, child in edges:
+                if child != default:
+                    last = max(b for b in bounds if b <= hi)
+                    assert upper[last] == hi
+                    self.add(base, (ir.Exact(s), ir.Range(code_of[lo], code_of[last])), child, priority=1)
+            if default != self.empty_leaf:
+                self.add(miss, (ir.Exact(s),), default)
+
+    def add(self, table: str, matches: tuple, child: int, priority: int = 0) -> None:
+        self.entries.append(ir.Entry(table, matches, "set_state", (self.state(child),), priority))
+
+    # -- leaves -----------------------------------------------------------------------------
+    def leaf_tables(self) -> tuple[ir.MulticastGroup, ...]:
+        leaves = [(self.state(n), self.d.leaves[n]) for n in self.state_of if n in self.d.leaves]
+        port_sets = sorted({tuple(sorted(a.ports)) for _, a in leaves if len(a.ports) > 1})
+        group_of = {ports: i + 1 for i, ports in enumerate(port_sets)}
+        state_key = ir.Key(ir.STATE, self.state_width, "exact")
+        calls = sorted({name for _, a in leaves for name, _ in a.calls})
+        for name in calls:
+            table = f"call_{sanitize(name)}"
+            self.tables.append(ir.Table(table, (state_key,), (f"user_{sanitize(name)}", "NoAction"), "NoAction", role="call"))
+            self.control.append(table)
+        self.tables.append(ir.Table("leaf_actions", (state_key,), ("forward", "multicast", "drop_packet"), "drop_packet",
+                                    role="leaf"))
+        self.control.append("leaf_actions")
+        for state, actions in sorted(leaves):
+            ports = tuple(sorted(actions.ports))
+            if len(ports) == 1:
+                self.entries.append(ir.Entry("leaf_actions", (ir.Exact(state),), "forward", ports))
+            elif ports:
+                self.entries.append(ir.Entry("leaf_actions", (ir.Exact(state),), "multicast", (group_of[ports],)))
+            by_name: dict[str, list[tuple[int, ...]]] = {}
+            for name, args in actions.calls:
+                by_name.setdefault(name, []).append(args)
+            for name, arg_lists in by_name.items():
+                if len(arg_lists) > 1:
+                    raise CompileError(f"rules call {name}() with different arguments {sorted(arg_lists)} and can match "
+                                       "the same packet; a switch can run one call of an action per packet")
+                self.entries.append(ir.Entry(f"call_{sanitize(name)}", (ir.Exact(state),), f"user_{sanitize(name)}",
+                                             arg_lists[0]))
+        return tuple(ir.MulticastGroup(group_of[p], p) for p in port_sets)
+
+    def action_defs(self) -> tuple[ir.Action, ...]:
+        out = [
+            ir.Action("NoAction"),
+            ir.Action("set_state", (ir.Param("state", self.state_width),), (ir.Primitive("set_meta", (ir.STATE, "state")),)),
+            ir.Action("forward", (ir.Param("port", PORT_WIDTH),), (ir.Primitive("set_egress_port", ("port",)),)),
+            ir.Action("multicast", (ir.Param("group", GROUP_WIDTH),), (ir.Primitive("set_mcast_group", ("group",)),)),
+            ir.Action("drop_packet", (), (ir.Primitive("drop"),)),
+        ]
+        for meta in self.metadata[1:]:
+            suffix = meta.name.removeprefix("meta.p4sub_code_")
+            out.append(ir.Action(f"set_code_{suffix}", (ir.Param("code", meta.width),),
+                                 (ir.Primitive("set_meta", (meta.name, "code")),)))
+        for table in self.tables:
+            if table.role == "call":
+                name = table.actions[0].removeprefix("user_")
+                decl = self.spec.actions.get(name) if self.spec else None
+                widths = decl.arg_widths if decl else ()
+                params = tuple(ir.Param(f"arg{i}", w) for i, w in enumerate(widths))
+                out.append(ir.Action(table.actions[0], params, (ir.Primitive("user", (name,)),)))
+        return tuple(out)
+
+
+def ortc(edges: Sequence[tuple[int, int, int]], width: int, prefer: int | None = None) -> tuple[int, list[tuple[int, int, int]]]:
+    """The fewest longest-prefix-match entries that map every value to its edge's child (ORTC).
+
+    Draves et al.'s Optimal Routing Table Constructor on the binary trie of the partition: bottom-up,
+    a block's candidate labels are the intersection of its halves' candidates when that is non-empty,
+    else their union; top-down, a block gets an entry only when its parent's label is not among its
+    candidates. Returns the root label (the default, ``prefer`` when possible) and the entries
+    ``(value, prefix_len, child)``. Cost: O(edges x width).
+    """
+    starts = [lo for lo, _, _ in edges]
+
+    def uniform(lo: int, hi: int) -> int | None:
+        i = bisect.bisect_right(starts, lo) - 1
+        return edges[i][2] if edges[i][1] >= hi else None
+
+    # Bottom-up: candidate sets for mixed blocks only (uniform blocks are {child}).
+    cand: dict[tuple[int, int], frozenset[int]] = {}
+
+    def up(lo: int, plen: int) -> frozenset[int]:
+        hi = lo + (1 << (width - plen)) - 1
+        u = uniform(lo, hi)
+        if u is not None:
+            return frozenset([u])
+        half = 1 << (width - plen - 1)
+        a, b = up(lo, plen + 1), up(lo + half, plen + 1)
+        s = (a & b) or (a | b)
+        cand[(lo, plen)] = s
+        return s
+
+    root_set = up(0, 0)
+    root = prefer if prefer in root_set else min(root_set)
+    out: list[tuple[int, int, int]] = []
+
+    def down(lo: int, plen: int, inherited: int) -> None:
+        hi = lo + (1 << (width - plen)) - 1
+        u = uniform(lo, hi)
+        s = frozenset([u]) if u is not None else cand[(lo, plen)]
+        label = inherited
+        if inherited not in s:
+            label = min(s)
+            out.append((lo, plen, label))
+        if u is None:
+            half = 1 << (width - plen - 1)
+            down(lo, plen + 1, label)
+            down(lo + half, plen + 1, label)
+
+    down(0, 0, root)
+    return root, out
+
+
+def pipeline_stats(pipeline: ir.Pipeline, seconds: float) -> dict:
+    """The figures ``stats.json`` reports: entries per table, bits, groups, states, time."""
+    per_table = Counter(e.table for e in pipeline.entries)
+    params = {a.name: sum(p.width for p in a.params) for a in pipeline.actions}
+    bits = 0
+    for e in pipeline.entries:
+        table = pipeline.table(e.table)
+        bits += sum(k.width for k in table.keys) + params.get(e.action, 0)
+    state_width = next(m.width for m in pipeline.metadata if m.name == ir.STATE)
+    return {
+        "tables": {t.name: per_table.get(t.name, 0) for t in pipeline.tables},
+        "total_entries": len(pipeline.entries),
+        "table_bits": bits,
+        "multicast_groups": len(pipeline.multicast_groups),
+        "states": pipeline.states,
+        "state_width": state_width,
+        "field_order": list(pipeline.field_order),
+        "match_kinds": {name: a["match_kind"] for name, a in pipeline.attributes.items()},
+        "compile_seconds": round(seconds, 4),
+    }
+
+
+def leaf_action_set(pipeline: ir.Pipeline, entry: ir.Entry) -> ActionSet:
+    """The ports a leaf-table entry sends to (for explain and tests)."""
+    if entry.action == "forward":
+        return ActionSet(frozenset(entry.args))
+    if entry.action == "multicast":
+        group = next(g for g in pipeline.multicast_groups if g.id == entry.args[0])
+        return ActionSet(frozenset(group.ports))
+    return ActionSet()

@@ -1,0 +1,382 @@
+"""The reference switch: runs a Pipeline IR on packets exactly as a P4Runtime target would.
+
+Two implementations of table lookup live here on purpose:
+
+* :func:`lookup` follows the P4Runtime specification literally for one key tuple: every entry is
+  tested, exact keys must be equal, a ternary key matches when ``value & mask == entry & mask``, a
+  range key when ``lo <= value <= hi``, an LPM key on its prefix; among matching entries the highest
+  priority wins (ternary/range tables) or the longest prefix (LPM tables).
+* :class:`Model` is vectorised with numpy for batches: each table is compiled once into sorted
+  arrays (the exact keys ranked into one integer, the one non-exact key resolved into disjoint
+  intervals with the winning entry per interval), and a batch is looked up with ``searchsorted``.
+
+Tests hold the two to each other on random tables; replay and the property tests use the fast one.
+Each message is one row: a packet with a stack of several messages is several rows.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from compiler import ir
+from compiler.errors import P4subError
+
+
+# ------------------------------------------------------------------------------------------------
+# The literal P4Runtime semantics (one key tuple at a time)
+# ------------------------------------------------------------------------------------------------
+
+
+def match_one(match: ir.Match, value: int, width: int) -> bool:
+    if isinstance(match, ir.Exact):
+        return value == match.value
+    if isinstance(match, ir.Range):
+        return match.lo <= value <= match.hi
+    if isinstance(match, ir.Ternary):
+        return value & match.mask == match.value & match.mask
+    shift = width - match.prefix_len
+    return (value >> shift) == (match.value >> shift)
+
+
+def lookup(table: ir.Table, entries: Sequence[ir.Entry], key: Sequence[int]) -> ir.Entry | None:
+    """The entry a P4Runtime target picks for ``key`` in ``table``, or None on a miss."""
+    best: ir.Entry | None = None
+    best_rank = -1
+    lpm_index = next((i for i, k in enumerate(table.keys) if k.match_kind == "lpm"), None)
+    for entry in entries:
+        if all(match_one(m, v, k.width) for m, v, k in zip(entry.matches, key, table.keys)):
+            if table.needs_priority:
+                rank = entry.priority
+            elif lpm_index is not None:
+                rank = entry.matches[lpm_index].prefix_len
+            else:
+                return entry
+            if rank > best_rank:
+                best, best_rank = entry, rank
+    return best
+
+
+# ------------------------------------------------------------------------------------------------
+# Vectorised tables
+# ------------------------------------------------------------------------------------------------
+
+
+def _as_array(values: Iterable[int] | np.ndarray, width: int) -> np.ndarray:
+    if isinstance(values, np.ndarray) and values.dtype != object:
+        return values.astype(np.uint64, copy=False) if width <= 64 else values.astype(object)
+    arr = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=object)
+    return arr.astype(np.uint64) if width <= 64 else arr
+
+
+class _Ranker:
+    """Maps values to their index among a sorted set of known values (-1 when unknown)."""
+
+    def __init__(self, known: Iterable[int], width: int) -> None:
+        self.width = width
+        self.values = _as_array(sorted(set(known)), width)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def rank(self, values: np.ndarray) -> np.ndarray:
+        if len(self.values) == 0:
+            return np.full(len(values), -1, dtype=np.int64)
+        idx = np.searchsorted(self.values, values)
+        idx_c = np.minimum(idx, len(self.values) - 1)
+        found = self.values[idx_c] == values
+        return np.where(found, idx_c, -1).astype(np.int64)
+
+
+@dataclass
+class _CompiledTable:
+    """Sorted arrays for one table: exact keys ranked and combined, one optional interval key."""
+
+    table: ir.Table
+    exact_idx: list[int]
+    rankers: list[_Ranker]
+    interval_idx: int | None
+    # exact-only: sorted combined keys and the entry index per key
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    entry_of: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # with an interval key: per disjoint segment (group, lo, hi, entry), sorted by (group, lo)
+    seg_group: np.ndarray | None = None
+    seg_lo: np.ndarray | None = None
+    seg_hi: np.ndarray | None = None
+    lo_ranker: _Ranker | None = None
+    seg_key: np.ndarray | None = None
+
+
+def _interval(match: ir.Match, width: int) -> tuple[int, int] | None:
+    """A match as a closed interval, or None when it is not one (a ternary mask that is not a prefix)."""
+    top = (1 << width) - 1
+    if isinstance(match, ir.Range):
+        return match.lo, match.hi
+    if isinstance(match, ir.Exact):
+        return match.value, match.value
+    if isinstance(match, ir.Lpm):
+        free = width - match.prefix_len
+        lo = (match.value >> free) << free
+        return lo, lo | ((1 << free) - 1)
+    inv = top ^ match.mask
+    if inv & (inv + 1):
+        return None
+    lo = match.value & match.mask
+    return lo, lo | inv
+
+
+def _resolve(intervals: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int]]:
+    """Disjoint segments (lo, hi, entry) where the highest-ranked covering interval wins.
+
+    ``intervals`` are (lo, hi, rank, entry). Ties go to the entry listed first, as targets that
+    accept equal priorities do for overlapping entries (P4Runtime leaves that case to the target).
+    """
+    points = sorted({lo for lo, _, _, _ in intervals} | {hi + 1 for _, hi, _, _ in intervals})
+    starts: dict[int, list] = {}
+    for lo, hi, rank, entry in intervals:
+        starts.setdefault(lo, []).append((-rank, entry, hi))
+    heap: list = []
+    out: list[tuple[int, int, int]] = []
+    for i, p in enumerate(points[:-1]):
+        for item in starts.get(p, ()):
+            heapq.heappush(heap, item)
+        while heap and heap[0][2] < p:
+            heapq.heappop(heap)
+        if heap:
+            end = points[i + 1] - 1
+            entry = heap[0][1]
+            if out and out[-1][2] == entry and out[-1][1] == p - 1:
+                out[-1] = (out[-1][0], end, entry)
+            else:
+                out.append((p, end, entry))
+    return out
+
+
+def _compile_table(table: ir.Table, entries: list[ir.Entry]) -> _CompiledTable:
+    kinds = [k.match_kind for k in table.keys]
+    non_exact = [i for i, k in enumerate(kinds) if k != "exact"]
+    if len(non_exact) > 1:
+        raise P4subError(f"table {table.name}: the reference model handles one non-exact key per table")
+    interval_idx = non_exact[0] if non_exact else None
+    exact_idx = [i for i in range(len(kinds)) if i != interval_idx]
+    rankers = [_Ranker((e.matches[i].value for e in entries), table.keys[i].width) for i in exact_idx]
+    ct = _CompiledTable(table, exact_idx, rankers, interval_idx)
+
+    def group_of(entry: ir.Entry) -> int:
+        g = 0
+        for r, i in zip(rankers, exact_idx):
+            g = g * (len(r) + 1) + int(np.searchsorted(r.values, _as_array([entry.matches[i].value], r.width))[0])
+        return g
+
+    if interval_idx is None:
+        combined = np.array([group_of(e) for e in entries], dtype=np.int64)
+        order = np.argsort(combined, kind="stable")
+        ct.keys, ct.entry_of = combined[order], order.astype(np.int64)
+        return ct
+    width = table.keys[interval_idx].width
+    lpm = kinds[interval_idx] == "lpm"
+    groups: dict[int, list] = {}
+    for n, e in enumerate(entries):
+        iv = _interval(e.matches[interval_idx], width)
+        if iv is None:
+            raise P4subError(f"table {table.name}: ternary masks that are not prefixes are not modelled")
+        rank = e.matches[interval_idx].prefix_len if lpm else e.priority
+        groups.setdefault(group_of(e), []).append((iv[0], iv[1], rank, n))
+    seg_g, seg_lo, seg_hi, seg_e = [], [], [], []
+    for g in sorted(groups):
+        for lo, hi, entry in _resolve(groups[g]):
+            seg_g.append(g)
+            seg_lo.append(lo)
+            seg_hi.append(hi)
+            seg_e.append(entry)
+    ct.lo_ranker = _Ranker(seg_lo, width)
+    ct.seg_group = np.array(seg_g, dtype=np.int64)
+    ct.seg_lo = _as_array(seg_lo, width)
+    ct.seg_hi = _as_array(seg_hi, width)
+    ct.entry_of = np.array(seg_e, dtype=np.int64)
+    # Sort key: group * (#distinct lows + 1) + (1 + index of the segment's low among distinct lows).
+    pos = np.searchsorted(ct.lo_ranker.values, ct.seg_lo, side="right") if len(seg_lo) else np.zeros(0, np.int64)
+    ct.seg_key = ct.seg_group * (len(ct.lo_ranker) + 1) + pos.astype(np.int64)
+    order = np.argsort(ct.seg_key, kind="stable")
+    for name in ("seg_group", "seg_lo", "seg_hi", "entry_of", "seg_key"):
+        setattr(ct, name, getattr(ct, name)[order])
+    return ct
+
+
+def _lookup_batch(ct: _CompiledTable, columns: list[np.ndarray]) -> np.ndarray:
+    """Entry index per row, -1 on a miss."""
+    n = len(columns[0]) if columns else 0
+    group = np.zeros(n, dtype=np.int64)
+    valid = np.ones(n, dtype=bool)
+    for r, i in zip(ct.rankers, ct.exact_idx):
+        rank = r.rank(columns[i])
+        valid &= rank >= 0
+        group = group * (len(r) + 1) + np.maximum(rank, 0)
+    if ct.interval_idx is None:
+        if len(ct.keys) == 0:
+            return np.full(n, -1, dtype=np.int64)
+        idx = np.minimum(np.searchsorted(ct.keys, group), len(ct.keys) - 1)
+        hit = valid & (ct.keys[idx] == group)
+        return np.where(hit, ct.entry_of[idx], -1)
+    if ct.seg_key is None or len(ct.seg_key) == 0:
+        return np.full(n, -1, dtype=np.int64)
+    values = columns[ct.interval_idx]
+    pos = np.searchsorted(ct.lo_ranker.values, values, side="right").astype(np.int64)
+    key = group * (len(ct.lo_ranker) + 1) + pos
+    idx = np.searchsorted(ct.seg_key, key, side="right") - 1
+    idx_c = np.maximum(idx, 0)
+    hit = valid & (idx >= 0) & (ct.seg_group[idx_c] == group) & (ct.seg_lo[idx_c] <= values) & (values <= ct.seg_hi[idx_c])
+    return np.where(hit, ct.entry_of[idx_c], -1)
+
+
+# ------------------------------------------------------------------------------------------------
+# The pipeline
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    """Per row: the egress port (-1 none), the multicast group (0 none), drop flag, final metadata."""
+
+    port: np.ndarray
+    group: np.ndarray
+    dropped: np.ndarray
+    metadata: dict[str, np.ndarray]
+    calls: dict[str, list[tuple[np.ndarray, np.ndarray]]]
+    group_ports: dict[int, frozenset[int]]
+
+    def ports_of(self, i: int) -> frozenset[int]:
+        if self.group[i]:
+            return self.group_ports[int(self.group[i])]
+        if self.port[i] >= 0 and not self.dropped[i]:
+            return frozenset([int(self.port[i])])
+        return frozenset()
+
+    def port_sets(self) -> list[frozenset[int]]:
+        return [self.ports_of(i) for i in range(len(self.port))]
+
+
+def _args_array(entries: list[ir.Entry]) -> np.ndarray | None:
+    """Action arguments as a 2-D array (rows = entries), int64 when they fit, else Python ints."""
+    if not entries:
+        return None
+    width = max(len(e.args) for e in entries)
+    rows = [list(e.args) + [0] * (width - len(e.args)) for e in entries]
+    if all(0 <= a < (1 << 63) for row in rows for a in row):
+        return np.array(rows, dtype=np.int64).reshape(len(rows), width)
+    return np.array(rows, dtype=object).reshape(len(rows), width)
+
+
+class Model:
+    """A compiled Pipeline IR, ready to run batches of messages given as field columns."""
+
+    def __init__(self, pipeline: ir.Pipeline) -> None:
+        self.pipeline = pipeline
+        by_table: dict[str, list[ir.Entry]] = {t.name: [] for t in pipeline.tables}
+        for e in pipeline.entries:
+            by_table[e.table].append(e)
+        self.entries = by_table
+        self.tables = {t.name: t for t in pipeline.tables}
+        self.actions = {a.name: a for a in pipeline.actions}
+        self.compiled = {name: _compile_table(self.tables[name], es) for name, es in by_table.items()}
+        self.args = {name: _args_array(es) for name, es in by_table.items()}
+        self.action_names = {name: sorted({e.action for e in es}) for name, es in by_table.items()}
+        self.action_code = {name: np.array([self.action_names[name].index(e.action) for e in es], dtype=np.int64)
+                            for name, es in by_table.items()}
+        self.group_ports = {g.id: frozenset(g.ports) for g in pipeline.multicast_groups}
+        self.meta_width = {m.name: m.width for m in pipeline.metadata}
+        self.inputs = sorted({k.field for t in pipeline.tables for k in t.keys if not k.field.startswith("meta.")})
+
+    def run(self, columns: Mapping[str, Sequence[int] | np.ndarray]) -> Result:
+        missing = [f for f in self.inputs if f not in columns]
+        if missing:
+            raise P4subError(f"packets lack field(s) {', '.join(missing)} that the pipeline matches on")
+        n = len(next(iter(columns.values()))) if columns else 0
+        widths = {k.field: k.width for t in self.pipeline.tables for k in t.keys}
+        cols = {f: _as_array(columns[f], widths[f]) for f in self.inputs}
+        meta = {m: np.zeros(n, dtype=np.uint64) for m in self.meta_width}
+        res = Result(np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), meta, {},
+                     self.group_ports)
+        rows = np.arange(n)
+        for name in self.pipeline.control:
+            self._apply(name, rows, cols, res)
+        return res
+
+    def _apply(self, name: str, rows: np.ndarray, cols: dict[str, np.ndarray], res: Result) -> None:
+        table = self.tables[name]
+        ct = self.compiled[name]
+        key_cols = [(res.metadata[k.field] if k.field.startswith("meta.") else cols[k.field])[rows] for k in table.keys]
+        hit_entry = _lookup_batch(ct, key_cols) if len(rows) else np.zeros(0, dtype=np.int64)
+        hit = hit_entry >= 0
+        if hit.any():
+            hit_rows, hit_idx = rows[hit], hit_entry[hit]
+            codes = self.action_code[name][hit_idx]
+            for code, action in enumerate(self.action_names[name]):
+                sel = codes == code if len(self.action_names[name]) > 1 else slice(None)
+                args = self.args[name][hit_idx[sel]] if self.args[name] is not None else None
+                self._execute(action, hit_rows[sel], args, res)
+        missed = rows[~hit]
+        if len(missed):
+            if table.on_miss:
+                self._apply(table.on_miss, missed, cols, res)
+            else:
+                default_args = np.tile(np.array(table.default_args, dtype=np.int64), (len(missed), 1)) if table.default_args else None
+                self._execute(table.default_action, missed, default_args, res)
+
+    def _execute(self, action_name: str, rows: np.ndarray, args: np.ndarray | None, res: Result) -> None:
+        action = self.actions[action_name]
+        param_index = {p.name: i for i, p in enumerate(action.params)}
+
+        def arg(name: str) -> np.ndarray:
+            return args[:, param_index[name]] if args is not None else np.zeros(len(rows), np.int64)
+
+        for prim in action.body:
+            if prim.op == "set_meta":
+                res.metadata[prim.args[0]][rows] = arg(prim.args[1]).astype(np.uint64)
+            elif prim.op == "set_egress_port":
+                res.port[rows] = arg(prim.args[0])
+                res.dropped[rows] = False
+            elif prim.op == "set_mcast_group":
+                res.group[rows] = arg(prim.args[0])
+            elif prim.op == "drop":
+                res.dropped[rows] = True
+            elif prim.op == "user":
+                res.calls.setdefault(prim.args[0], []).append((rows, args if args is not None else np.zeros((len(rows), 0))))
+
+    # -- one packet, literally --------------------------------------------------------------
+    def run_one(self, values: Mapping[str, int]) -> tuple[frozenset[int], list[tuple[str, ir.Entry | None]]]:
+        """One message through :func:`lookup` (no vectorisation); returns its ports and the trace."""
+        meta = {m: 0 for m in self.meta_width}
+        port, group, dropped = -1, 0, False
+        trace: list[tuple[str, ir.Entry | None]] = []
+
+        def apply(name: str) -> None:
+            nonlocal port, group, dropped
+            table = self.tables[name]
+            key = [meta[k.field] if k.field.startswith("meta.") else values[k.field] for k in table.keys]
+            entry = lookup(table, self.entries[name], key)
+            trace.append((name, entry))
+            if entry is None and table.on_miss:
+                apply(table.on_miss)
+                return
+            action_name, args = (entry.action, entry.args) if entry else (table.default_action, table.default_args)
+            action = self.actions[action_name]
+            bound = dict(zip((p.name for p in action.params), args))
+            for prim in action.body:
+                if prim.op == "set_meta":
+                    meta[prim.args[0]] = bound[prim.args[1]]
+                elif prim.op == "set_egress_port":
+                    port, dropped = bound[prim.args[0]], False
+                elif prim.op == "set_mcast_group":
+                    group = bound[prim.args[0]]
+                elif prim.op == "drop":
+                    dropped = True
+
+        for name in self.pipeline.control:
+            apply(name)
+        if group:
+            return self.group_ports[group], trace
+        return (frozenset([port]) if port >= 0 and not dropped else frozenset()), trace
