@@ -50,8 +50,8 @@ def walk_mold(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Vectorised MoldUDP64 block walk over packets (the rules of :mod:`apps.itch.moldudp`).
 
-    Returns per message: packet (index into the given arrays), position in its packet, buffer
-    offset of the message and its length.
+    Returns per message, in buffer order: packet (index into the given arrays), position in its
+    packet, buffer offset of the message and its length.
     """
     dmg = VecDamage(damage)
     short = payload_len < HEADER_SIZE
@@ -84,11 +84,14 @@ def walk_mold(
     if not pkt_parts:
         empty = np.empty(0, dtype=np.int64)
         return empty, np.empty(0, dtype=np.int32), empty, empty
+    # Blocks were collected position by position; put them back in file order.
+    start = np.concatenate(start_parts)
+    order = np.argsort(start, kind="stable")
     return (
-        np.concatenate(pkt_parts),
-        np.concatenate(pos_parts),
-        np.concatenate(start_parts),
-        np.concatenate(len_parts),
+        np.concatenate(pkt_parts)[order],
+        np.concatenate(pos_parts)[order],
+        start[order],
+        np.concatenate(len_parts)[order],
     )
 
 
