@@ -123,11 +123,13 @@ class UdpFrame:
     ip_offset: int
 
 
-def parse_udp_frame(frame: bytes, verify_udp: bool = True) -> UdpFrame | str:
+def parse_udp_frame(frame: bytes, verify_udp: bool = True, truncated: bool = False) -> UdpFrame | str:
     """Parse an Ethernet/IPv4/UDP frame; return a :class:`UdpFrame` or the reason it is not one.
 
     Reasons starting with ``"damaged:"`` mean a broken frame; the others (``"not_ipv4"``,
     ``"not_udp"``, ``"fragment"``) mean a frame of another kind, which readers skip silently.
+    ``truncated`` accepts a frame cut short of its IPv4 total length (the truncated packets
+    inside telemetry reports); its UDP checksum cannot be checked and its payload is what is left.
     """
     n = len(frame)
     if n < ETH_HEADER:
@@ -152,7 +154,8 @@ def parse_udp_frame(frame: bytes, verify_udp: bool = True) -> UdpFrame | str:
     if ones_complement_sum(frame[ip : ip + ihl]) != 0xFFFF:
         return "damaged:ipv4_checksum"
     total = int.from_bytes(frame[ip + 2 : ip + 4], "big")
-    if total < ihl or ip + total > n:
+    cut = ip + total > n
+    if total < ihl or (cut and not truncated):
         return "damaged:ipv4_length"
     if int.from_bytes(frame[ip + 6 : ip + 8], "big") & 0x3FFF:
         return "fragment"
@@ -161,10 +164,12 @@ def parse_udp_frame(frame: bytes, verify_udp: bool = True) -> UdpFrame | str:
     udp = ip + ihl
     if total - ihl < UDP_HEADER:
         return "damaged:udp_length"
+    if n < udp + UDP_HEADER:
+        return "damaged:short_frame"
     sport, dport, ulen, csum = _UDP.unpack_from(frame, udp)
     if ulen < UDP_HEADER or ulen > total - ihl:
         return "damaged:udp_length"
-    if verify_udp and csum:
+    if verify_udp and csum and not cut:
         src, dst = frame[ip + 12 : ip + 16], frame[ip + 16 : ip + 20]
         pseudo = src + dst + struct.pack("!BBH", 0, IPPROTO_UDP, ulen)
         if ones_complement_sum(pseudo + frame[udp : udp + ulen]) != 0xFFFF:
@@ -175,6 +180,6 @@ def parse_udp_frame(frame: bytes, verify_udp: bool = True) -> UdpFrame | str:
         sport,
         dport,
         udp + UDP_HEADER,
-        ulen - UDP_HEADER,
+        min(ulen, n - udp) - UDP_HEADER,
         ip,
     )

@@ -60,8 +60,10 @@ def decode_udp_frames(
     skipped: DamageCounter | None = None,
     ports: frozenset[int] | None = None,
     verify_udp: bool = True,
+    truncated: bool = False,
 ) -> dict[str, np.ndarray]:
-    """Vectorised Ethernet/IPv4/UDP parse of a chunk (the rules of :mod:`apps.udp`).
+    """Vectorised Ethernet/IPv4/UDP parse of a chunk (the rules of :mod:`apps.udp`, including
+    ``truncated`` for frames cut short of their IPv4 total length).
 
     Returns per good packet: ``record`` (index in chunk), ``payload`` and ``payload_len``
     (buffer offsets of the UDP payload), ``dst_addr``, ``dst_port``.
@@ -122,37 +124,43 @@ def decode_udp_frames(
     keep(~bad)
     ip, ip_rel, ihl = ip[~bad], ip_rel[~bad], ihl[~bad]
     total = u16(arr, ip + 2)
-    bad = (total < ihl) | (ip_rel + total > cap)
+    avail = cap - ip_rel  # captured bytes from the IPv4 header on
+    cut = total > avail
+    bad = (total < ihl) | (cut & (not truncated))
     dmg.add("ipv4_length", bad)
     keep(~bad)
-    ip, ihl, total = ip[~bad], ihl[~bad], total[~bad]
+    ip, ihl, total, avail, cut = ip[~bad], ihl[~bad], total[~bad], avail[~bad], cut[~bad]
     frag = (u16(arr, ip + 6) & 0x3FFF) != 0
     skip.add("fragment", frag)
     keep(~frag)
-    ip, ihl, total = ip[~frag], ihl[~frag], total[~frag]
+    ip, ihl, total, avail, cut = ip[~frag], ihl[~frag], total[~frag], avail[~frag], cut[~frag]
     not_udp = arr[ip + 9] != IPPROTO_UDP
     skip.add("not_udp", not_udp)
     keep(~not_udp)
-    ip, ihl, total = ip[~not_udp], ihl[~not_udp], total[~not_udp]
+    ip, ihl, total, avail, cut = ip[~not_udp], ihl[~not_udp], total[~not_udp], avail[~not_udp], cut[~not_udp]
     udp = ip + ihl
     short = total - ihl < 8
     dmg.add("udp_length", short)
     keep(~short)
-    ip, ihl, total, udp = ip[~short], ihl[~short], total[~short], udp[~short]
+    ip, ihl, total, avail, cut, udp = ip[~short], ihl[~short], total[~short], avail[~short], cut[~short], udp[~short]
+    short = avail < ihl + 8
+    dmg.add("short_frame", short)
+    keep(~short)
+    ip, ihl, total, avail, cut, udp = ip[~short], ihl[~short], total[~short], avail[~short], cut[~short], udp[~short]
     ulen = u16(arr, udp + 4)
     bad = (ulen < 8) | (ulen > total - ihl)
     dmg.add("udp_length", bad)
     keep(~bad)
-    ip, udp, ulen = ip[~bad], udp[~bad], ulen[~bad]
+    ip, udp, ulen, avail, ihl, cut = ip[~bad], udp[~bad], ulen[~bad], avail[~bad], ihl[~bad], cut[~bad]
     if verify_udp and len(udp):
-        csum = u16(arr, udp + 6)
-        check = csum != 0
+        check = (u16(arr, udp + 6) != 0) & ~cut
         if check.any():
             bad = np.zeros(len(udp), dtype=bool)
             bad[check] = ~_udp_checksum_ok(arr, ip[check], udp[check], ulen[check])
             dmg.add("udp_checksum", bad)
             keep(~bad)
-            ip, udp, ulen = ip[~bad], udp[~bad], ulen[~bad]
+            ip, udp, ulen, avail, ihl = ip[~bad], udp[~bad], ulen[~bad], avail[~bad], ihl[~bad]
+    ulen = np.minimum(ulen, avail - ihl)
     dport = u16(arr, udp + 2)
     if ports is not None:
         wanted = np.isin(dport, np.fromiter(ports, dtype=np.int64))

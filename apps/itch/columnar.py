@@ -37,6 +37,7 @@ ADD_ORDER_COLUMNS = {
     "msg_index": np.int32,
     "msg_len": np.uint16,
     "packet_len": np.uint32,
+    "timestamp_ns": np.int64,
 }
 
 _EXPECTED_SIZE = np.zeros(256, dtype=np.int64)
@@ -132,6 +133,7 @@ def decode_add_orders(
         "msg_index": pos,
         "msg_len": length.astype(np.uint16),
         "packet_len": orig[rec].astype(np.uint32),
+        "timestamp_ns": np.asarray(chunk.timestamps_ns, dtype=np.int64)[rec],
     }, blocks
 
 
