@@ -1,0 +1,143 @@
+"""How the IR's names become P4 identifiers, P4 expressions and P4Info / control-plane names.
+
+Both P4 targets name things the same way, so that an entry written for one program is written for
+the other with only the control's name changed:
+
+* a table or action keeps its IR name as its P4 identifier and carries ``@name("<ir name>")``.
+  p4c's hierarchical naming prefixes the enclosing control, so the P4Info (and BMv2 JSON) name of
+  table ``leaf_actions`` in control ``MyIngress`` is ``MyIngress.leaf_actions``. ``NoAction`` comes
+  from ``core.p4`` and is called ``NoAction`` everywhere.
+* a key carries ``@name("<IR field reference>")``: the P4Info match-field name of the key on
+  ``hdr.add_order.price`` is ``add_order.price`` and that of the state key is ``meta.p4sub_state``,
+  whatever expression the program actually matches (a metadata copy of a stacked field, say).
+  Control-plane code therefore names match fields with the IR's ``Key.field``, unchanged.
+* metadata ``meta.<name>`` of the IR is member ``<name>`` of the metadata struct; packet field
+  ``h.f`` is ``hdr.h.f``.
+
+Why stable ``@name`` annotations: the P4Info names are part of the installed state; a change in how
+the program is rendered (a key read from a copy instead of the header) must not rename anything the
+control plane writes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from compiler import ir
+from compiler.errors import TargetError
+from compiler.spec import Spec
+
+HDR = "hdr"
+META = "meta"
+PACKET = "packet"
+NO_ACTION = "NoAction"
+
+# Words a P4_16 program cannot use as identifiers (the language's keywords and the names every
+# program sees from core.p4). Sanitised names that collide get a trailing underscore.
+P4_KEYWORDS = frozenset("""
+abstract action actions apply bit bool const control default else entries enum error exit extern false
+header header_union if in inout int key list match_kind out package parser return select state string
+struct switch table this transition true tuple type typedef value_set varbit void packet_in packet_out
+NoAction exact ternary lpm range optional accept reject verify
+""".split())
+
+_STACK_PART = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\[\d+\])?$")
+
+
+def identifier(name: str) -> str:
+    """A legal P4 identifier for ``name``: non-alphanumerics become ``_``, runs collapse, keywords get ``_``.
+
+    ``add_order.price`` -> ``add_order_price``; ``avg(x.y)`` -> ``avg_x_y``; ``apply`` -> ``apply_``.
+    """
+    out = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    out = re.sub(r"_+", "_", out).strip("_") or "_"
+    if out[0].isdigit():
+        out = "_" + out
+    return out + "_" if out in P4_KEYWORDS else out
+
+
+def name_annotation(name: str) -> str:
+    """``@name("...")`` for a control-plane name (quotes and backslashes escaped)."""
+    return '@name("' + name.replace("\\", "\\\\").replace('"', '\\"') + '")'
+
+
+def meta_member(ref: str) -> str:
+    """The metadata struct member of an IR metadata reference: ``meta.p4sub_state`` -> ``p4sub_state``."""
+    if not ref.startswith(META + "."):
+        raise ValueError(f"{ref!r} is not a metadata reference (meta.<name>)")
+    return identifier(ref[len(META) + 1:])
+
+
+def is_meta(ref: str) -> bool:
+    return ref.startswith(META + ".")
+
+
+def split_field(ref: str) -> tuple[str, str]:
+    """``h.f`` -> (``h``, ``f``); ``h[2].f`` -> (``h[2]``, ``f``)."""
+    if "." not in ref:
+        raise ValueError(f"{ref!r} is not a header.field reference")
+    inst, fld = ref.split(".", 1)
+    return inst, fld
+
+
+def is_packet_field(spec: Spec, ref: str) -> bool:
+    """True when ``ref`` is ``header.field`` of a header instance of the spec (stacks included)."""
+    if is_meta(ref) or "." not in ref:
+        return False
+    inst, fld = split_field(ref)
+    m = _STACK_PART.match(inst)
+    if not m or spec.header(m.group(1)) is None:
+        return False
+    return spec.field_width(f"{m.group(1)}.{fld}") is not None
+
+
+def field_expression(ref: str, *, hdr: str = HDR, meta: str = META, index: int | None = None) -> str:
+    """The P4 expression for an IR field reference.
+
+    ``meta.x`` -> ``meta.x``; ``h.f`` -> ``hdr.h.f``; with ``index`` (the header is a stack)
+    ``h.f`` -> ``hdr.h[index].f``.
+    """
+    if is_meta(ref):
+        return f"{meta}.{meta_member(ref)}"
+    inst, fld = split_field(ref)
+    if index is not None:
+        inst = f"{inst}[{index}]"
+    return f"{hdr}.{inst}.{fld}"
+
+
+def check_key_fields(pipeline: ir.Pipeline, target: str) -> None:
+    """Raise :class:`TargetError` for keys that are neither packet fields nor pipeline metadata.
+
+    State variables and windowed aggregates (``count(...)``, ``@query_counter`` names) are keys the
+    IR can hold but no P4 rendering exists for yet (they need registers the IR does not describe).
+    """
+    bad = sorted({k.field for t in pipeline.tables for k in t.keys
+                  if not is_meta(k.field) and not is_packet_field(pipeline.spec, k.field)})
+    if bad:
+        raise TargetError(f"{target}: cannot render table keys on {', '.join(bad)}: state variables and aggregates "
+                          "are not supported by the P4 backends yet (only packet fields are)")
+
+
+# -- control-plane names -----------------------------------------------------------------------
+
+
+def qualified(control: str, name: str) -> str:
+    """The P4Info / BMv2-JSON name of a table or action declared in ``control``."""
+    if name == NO_ACTION:
+        return NO_ACTION
+    return f"{control}.{name}" if control else name
+
+
+def p4info_table_name(table: str, control: str) -> str:
+    """``leaf_actions`` in ``MyIngress`` -> ``MyIngress.leaf_actions``."""
+    return qualified(control, table)
+
+
+def p4info_action_name(action: str, control: str) -> str:
+    """``set_state`` in ``MyIngress`` -> ``MyIngress.set_state``; ``NoAction`` stays ``NoAction``."""
+    return qualified(control, action)
+
+
+def p4info_key_name(key: ir.Key) -> str:
+    """The match-field name of a key in P4Info: the IR field reference (``add_order.price``)."""
+    return key.field
