@@ -69,8 +69,11 @@ class Topology:
     _peer: dict[str, dict[int, tuple[str, int]]] = field(init=False, repr=False, compare=False)
     _switch_by_id: dict[int, str] = field(init=False, repr=False, compare=False)
     _host_by_id: dict[int, str] = field(init=False, repr=False, compare=False)
+    #: Derived data other modules compute once per topology (routing tables, adjacency arrays).
+    cache: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "cache", {})
         peer: dict[str, dict[int, tuple[str, int]]] = {n: {} for n in self.graph.nodes}
         for u, v, ports in self.graph.edges(data="ports"):
             peer[u][ports[u]] = (v, ports[v])
