@@ -98,6 +98,8 @@ def test_damaged_frames_are_named() -> None:
     assert parse_udp_frame(bytes(bad)) == "damaged:udp_checksum"
     assert isinstance(parse_udp_frame(bytes(bad), verify_udp=False), UdpFrame)
     assert parse_udp_frame(good[:-3]) == "damaged:ipv4_length"
+    cut = parse_udp_frame(good[:-3], truncated=True)  # a report's truncated inner packet
+    assert isinstance(cut, UdpFrame) and cut.payload_len == len(b"hello world") - 3
 
 
 # --- vectorised checks agree with per-frame ones -----------------------------------------------
@@ -123,9 +125,9 @@ frame_lists = st.lists(
 )
 
 
-@given(specs=frame_lists, verify=st.booleans())
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_vectorised_frame_checks_match_per_frame_checks(tmp_path: Path, specs: list, verify: bool) -> None:
+@given(specs=frame_lists, verify=st.booleans(), truncated=st.booleans())
+@settings(max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_vectorised_frame_checks_match_per_frame_checks(tmp_path: Path, specs: list, verify: bool, truncated: bool) -> None:
     kinds = _scapy_frames()
     frames = []
     for kind, how, where, bit in specs:
@@ -135,7 +137,7 @@ def test_vectorised_frame_checks_match_per_frame_checks(tmp_path: Path, specs: l
     write_pcap(path, [(i, f) for i, f in enumerate(frames)])
     expected_damage, expected = DamageCounter(), []
     for i, f in enumerate(frames):
-        v = parse_udp_frame(f, verify_udp=verify)
+        v = parse_udp_frame(f, verify_udp=verify, truncated=truncated)
         if isinstance(v, UdpFrame):
             expected.append((i, v.payload_offset, v.payload_len, v.dst_port, v.dst_ip))
         elif v.startswith("damaged:"):
@@ -143,7 +145,7 @@ def test_vectorised_frame_checks_match_per_frame_checks(tmp_path: Path, specs: l
     damage = DamageCounter()
     with PcapReader(path) as reader:
         (chunk,) = list(reader.chunks())
-    out = decode_udp_frames(chunk, damage, verify_udp=verify)
+    out = decode_udp_frames(chunk, damage, verify_udp=verify, truncated=truncated)
     got = [
         (int(r), int(p - chunk.data_offsets[r]), int(n), int(port), int(ip))
         for r, p, n, port, ip in zip(out["record"], out["payload"], out["payload_len"], out["dst_port"], out["dst_addr"])
