@@ -125,13 +125,25 @@ def default_field_order(cubes: Sequence[Cube], fields: dict[str, QueryField]) ->
 def build(typed: TypedRules, *, field_order: Sequence[str] | None = None, dnf_limit: int = DEFAULT_LIMIT,
           seed: int = 0) -> Diagram:
     """Compile checked rules into a reduced ordered diagram."""
-    cubes: list[tuple[Cube, ActionSet]] = []
+    cubes: list[tuple[Cube, tuple]] = []
     for rule in typed.rules:
-        actions = rule_actions(rule)
+        actions = _atomic_actions(rule)
         for cube in to_dnf(rule, typed.fields, dnf_limit):
             cubes.append((cube, actions))
     order = _resolve_order(field_order, [c for c, _ in cubes], typed.fields)
     return _Builder([typed.fields[n] for n in order], seed).run(cubes)
+
+
+def _atomic_actions(rule) -> tuple:
+    """A rule's actions as atoms, ("port", p) and ("call", (name, args)), which leaves take unions of."""
+    out = []
+    for a in rule.actions:
+        kind = type(a).__name__
+        if kind == "Forward":
+            out.extend(("port", p) for p in a.ports)
+        elif kind == "Call":
+            out.extend(("call", c) for c in rule_actions(rule).calls)
+    return tuple(dict.fromkeys(out))
 
 
 def _resolve_order(field_order: Sequence[str] | None, cubes: list[Cube], fields: dict[str, QueryField]) -> list[str]:
@@ -218,11 +230,11 @@ class _Builder:
         return node
 
     # -- construction ------------------------------------------------------------------------
-    def run(self, cubes: list[tuple[Cube, ActionSet]]) -> Diagram:
+    def run(self, cubes: list[tuple[Cube, tuple]]) -> Diagram:
         roots: set[int] = set()
+        item = self._item
         for cube, actions in cubes:
-            items = tuple(self._item(("port", p)) for p in sorted(actions.ports))
-            items += tuple(self._item(("call", c)) for c in sorted(actions.calls))
+            items = tuple(item(a) for a in actions)
             if not items:
                 continue  # a rule that only drops changes no leaf
             roots.update(self._residual(0, dict(cube), items))

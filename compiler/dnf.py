@@ -46,6 +46,8 @@ class ActionSet:
 
 
 def rule_actions(rule: ast.Rule) -> ActionSet:
+    if all(type(a) is not ast.Call for a in rule.actions):
+        return ActionSet(frozenset(rule.ports))
     calls = frozenset((a.name, tuple(int(x.value) for x in a.args)) for a in rule.actions if isinstance(a, ast.Call))
     return ActionSet(frozenset(rule.ports), calls)
 

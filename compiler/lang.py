@@ -66,7 +66,17 @@ _ERROR_EXAMPLES: dict[str, list[str]] = {
 
 
 def parse_rules(text: str, path: str = "<rules>") -> ast.RuleSet:
-    """Parse the text of a rule file. Raises ParseError with the location of the first syntax error."""
+    """Parse the text of a rule file. Raises ParseError with the location of the first syntax error.
+
+    Files made only of plain conjunctions (what workload generators and controllers emit by the
+    hundred thousand) take a regular-expression fast path that builds the very same AST, locations
+    included; anything else, and any error, goes through the lark grammar.
+    """
+    from compiler.fastparse import parse_flat
+
+    fast = parse_flat(text, path)
+    if fast is not None:
+        return fast
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as exc:
@@ -172,7 +182,7 @@ class _ToAst(Transformer):
 
     def port(self, meta, items):
         tok = items[0]
-        return int(str(tok), 0)
+        return int(str(tok), 16) if tok.type == "HEX" else int(str(tok))
 
     def drop(self, meta, items):
         return ast.Drop(self._loc(meta))

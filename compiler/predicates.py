@@ -11,7 +11,6 @@ overlapping prefixes treated as disjoint) impossible by construction.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Iterable, Iterator
 
 from compiler import rules as ast
@@ -26,6 +25,13 @@ class IntervalSet:
 
     intervals: tuple[tuple[int, int], ...]
     top: int
+
+    def __hash__(self) -> int:  # cached: interval sets key the diagram builder's tables
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.intervals, self.top))
+            object.__setattr__(self, "_hash", h)
+        return h
 
     @classmethod
     def of(cls, lo: int, hi: int, top: int) -> "IntervalSet":
@@ -99,9 +105,23 @@ class IntervalSet:
         return iter(self.intervals)
 
 
-@lru_cache(maxsize=1 << 16)
 def atom(cmp: ast.Comparison, info: QueryField) -> IntervalSet:
     """The set of field values for which ``cmp`` holds (the comparison must have passed type checking)."""
+    value = cmp.value
+    key = (info.name, info.width, info.scale, cmp.op, type(value), getattr(value, "value", None),
+           getattr(value, "prefix_len", None))
+    found = _ATOMS.get(key)
+    if found is None:
+        found = _ATOMS[key] = _atom(cmp, info)
+        if len(_ATOMS) > 1 << 18:
+            _ATOMS.clear()
+    return found
+
+
+_ATOMS: dict[tuple, IntervalSet] = {}
+
+
+def _atom(cmp: ast.Comparison, info: QueryField) -> IntervalSet:
     top = (1 << info.width) - 1
     value, op = cmp.value, cmp.op
     if isinstance(value, ast.String) and op == "prefix":

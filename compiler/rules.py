@@ -248,7 +248,10 @@ class Rule:
 
     @property
     def ports(self) -> tuple[int, ...]:
-        return next((a.ports for a in self.actions if isinstance(a, Forward)), ())
+        for a in self.actions:
+            if type(a) is Forward:
+                return a.ports
+        return ()
 
     def __str__(self) -> str:
         return f"{self.filter} : {', '.join(map(str, self.actions))};"
