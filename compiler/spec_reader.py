@@ -223,6 +223,12 @@ _ERROR_EXAMPLES: dict[str, list[str]] = {
     "the last statement of a state is its transition": [
         "parser P(packet_in p, out h hdr) { state start { transition accept; p.extract(hdr.a); } }",
     ],
+    "comparisons ('<', '>', '<=', '>=') are not supported in a spec file": [
+        "const bit<8> X = 1 < 2;",
+        "const bit<8> X = 1 > 2;",
+        "const bit<8> X = 1 >= 2;",
+        "const bit<8> X = 1 <= 2;",
+    ],
     "a constant needs a type: 'const bit<N> NAME = value;'": [
         "const X = 1;",
     ],
@@ -241,21 +247,74 @@ def _syntax_error(exc: UnexpectedInput, text: str, path: str) -> P4subError:
         loc = SourceLocation(path, len(lines), len(lines[-1]) + 1)
     if isinstance(exc, UnexpectedCharacters):
         return ParseError(_bad_character(text, exc.pos_in_stream), loc)
+    if isinstance(exc, UnexpectedToken) and not at_end and text.startswith("/*", exc.token.start_pos or 0):
+        return ParseError("unterminated /* comment", loc)
     if isinstance(exc, UnexpectedToken) and not at_end:
         unsupported = _unsupported(exc, text, path)
         if unsupported is not None:
             return unsupported
-    label = None
-    try:
-        label = exc.match_examples(_parse_start, _ERROR_EXAMPLES, use_accepts=True)
-    except Exception:  # match_examples re-parses the examples; never let that hide the real error
-        label = None
+    label = _match_example(exc)
     if isinstance(exc, UnexpectedToken):
         found = "end of file" if at_end else repr(str(exc.token))
         detail = f"unexpected {found}; expected {_expected(exc.accepts or exc.expected)}"
     else:
         detail = "unexpected end of file"
+    opened = _unclosed_brace(text) if at_end else None
+    if opened is not None:
+        detail = f"the '{{' at line {opened[0]}, column {opened[1]} is never closed"
     return ParseError(f"{label}: {detail}" if label else detail, loc)
+
+
+def _unclosed_brace(text: str) -> tuple[int, int] | None:
+    """(line, column) of the innermost '{' left open at the end of ``text``, skipping comments and strings."""
+    stack: list[int] = []
+    for match in re.finditer(r'//[^\n]*|/\*.*?(?:\*/|$)|"(?:\\.|[^"\\\n])*"|[{}]', text, re.S):
+        token = match.group()
+        if token == "{":
+            stack.append(match.start())
+        elif token == "}" and stack:
+            stack.pop()
+    if not stack:
+        return None
+    pos = stack[-1]
+    return text.count("\n", 0, pos) + 1, pos - (text.rfind("\n", 0, pos) + 1) + 1
+
+
+@lru_cache(maxsize=1)
+def _example_errors() -> tuple[tuple[str, int, frozenset[str], str], ...]:
+    """(label, LALR state, accepted tokens, offending token) of every broken example."""
+    out = []
+    for label, examples in _ERROR_EXAMPLES.items():
+        for example in examples:
+            try:
+                _parse_start(example)
+            except UnexpectedInput as err:
+                state = getattr(err, "state", None)
+                if state is not None:
+                    accepts = frozenset(getattr(err, "accepts", None) or getattr(err, "expected", None) or ())
+                    out.append((label, state.position, accepts, str(getattr(err, "token", ""))))
+    return tuple(out)
+
+
+def _match_example(exc: UnexpectedInput) -> str | None:
+    """The label of the broken example that fails like ``exc``.
+
+    Like lark's ``match_examples``, but looser: lark compares the whole parser stack, which
+    differs between the first item of a list (a file's first declaration, a parser's first state)
+    and later ones. Here an example matches on the LALR state and the tokens it would accept, or
+    failing that on the accepted tokens alone; an example failing on the same token wins.
+    """
+    state = getattr(exc, "state", None)
+    if state is None:
+        return None
+    accepts = frozenset(getattr(exc, "accepts", None) or getattr(exc, "expected", None) or ())
+    token = str(getattr(exc, "token", ""))
+    examples = [e for e in _example_errors() if e[2] == accepts]
+    for tier in ([e for e in examples if e[1] == state.position], examples):
+        if tier:
+            exact = [label for label, _, _, tok in tier if tok == token]
+            return exact[0] if exact else tier[0][0]
+    return None
 
 
 def _bad_character(text: str, pos: int) -> str:
@@ -278,14 +337,14 @@ def _unsupported(exc: UnexpectedToken, text: str, path: str) -> SpecError | None
     if word in _UNSUPPORTED_WORDS:
         return SpecError(f"{_UNSUPPORTED_WORDS[word]} ('{word}') are not supported in a spec file ({SUPPORTED})",
                          _tok_loc(path, token))
-    previous, prev_loc = _word_before(text, token.start_pos, path)
-    if previous in _UNSUPPORTED_WORDS and token.type in ("LPAR", "LBRACE", "NAME", "SEMICOLON"):
-        return SpecError(f"{_UNSUPPORTED_WORDS[previous]} ('{previous}') are not supported in a spec file ({SUPPORTED})",
-                         prev_loc)
-    if "PARSER" in expected and "HEADER" in expected:  # top level: something other than a declaration
-        what = f"'{word}'" if token.type in ("NAME", "BIT", "INT", "BOOL", "VARBIT") else repr(word)
+    first, first_loc = _statement_start(text, token.start_pos or 0, path)
+    if first in _UNSUPPORTED_WORDS:
+        return SpecError(f"{_UNSUPPORTED_WORDS[first]} ('{first}') are not supported in a spec file ({SUPPORTED})",
+                         first_loc)
+    names = ("NAME", "BIT", "INT", "BOOL", "VARBIT")
+    if "PARSER" in expected and "HEADER" in expected and token.type in names:  # top level, not a declaration
         return SpecError(
-            f"{what} does not start a declaration p4sub knows: functions, instantiations and everything other "
+            f"'{word}' does not start a declaration p4sub knows: functions, instantiations and everything other "
             f"than const, typedef, header, struct and parser are not supported in a spec file ({SUPPORTED})",
             _tok_loc(path, token))
     if "STATE" in expected and token.type in ("NAME", "BIT", "INT", "BOOL", "VARBIT", "CONST"):
@@ -295,28 +354,34 @@ def _unsupported(exc: UnexpectedToken, text: str, path: str) -> SpecError | None
     return None
 
 
-def _word_before(text: str, pos: int, path: str) -> tuple[str, SourceLocation]:
-    end = pos
-    while end > 0 and text[end - 1] in " \t\r\n":
-        end -= 1
-    start = end
-    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
-        start -= 1
-    line = text.count("\n", 0, start) + 1
-    column = start - (text.rfind("\n", 0, start) + 1) + 1
-    return text[start:end], SourceLocation(path, line, column)
+def _statement_start(text: str, pos: int, path: str) -> tuple[str, SourceLocation]:
+    """The first word of the statement or declaration the error is in (after the last ';', '{' or '}')."""
+    start = max(text.rfind(c, 0, pos) for c in ";{}") + 1
+    match = re.compile(r"\s*(?:(?://[^\n]*|/\*.*?\*/)\s*)*([A-Za-z_]\w*)", re.S).match(text, start, pos + 1)
+    if not match:
+        return "", SourceLocation(path, 1, 1)
+    begin = match.start(1)
+    line = text.count("\n", 0, begin) + 1
+    column = begin - (text.rfind("\n", 0, begin) + 1) + 1
+    return match.group(1), SourceLocation(path, line, column)
 
 
 _TOKEN_NAMES = {
-    "SEMICOLON": "';'", "COLON": "':'", "COMMA": "','", "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'",
-    "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'", "LESSTHAN": "'<'", "MORETHAN": "'>'", "EQUAL": "'='",
-    "DOT": "'.'", "NAME": "a name", "NUMBER": "a number", "STRING": "a string", "ANNOTATION": "an annotation",
-    "PRAGMA": "'@pragma'", "DIRECTIVE": "a # directive", "$END": "end of file",
+    "NAME": "a name", "NUMBER": "a number", "STRING": "a string", "ANNOTATION": "an annotation",
+    "DIRECTIVE": "a # directive", "EQOP": "'=='", "$END": "end of file",
 }
 
 
+@lru_cache(maxsize=1)
+def _token_names() -> dict[str, str]:
+    """What to call each terminal in a message: its text for punctuation and keywords."""
+    names = {t.name: f"'{t.pattern.value}'" for t in _parser().terminals if t.pattern.type == "str"}
+    return {**names, **_TOKEN_NAMES}
+
+
 def _expected(names: Iterable[str]) -> str:
-    words = sorted({_TOKEN_NAMES.get(n, f"'{n.lower()}'" if n.isalpha() else n) for n in names})
+    table = _token_names()
+    words = sorted({table.get(n, n.lower()) for n in names})
     return ", ".join(words[:8]) + (", ..." if len(words) > 8 else "") if words else "something else"
 
 
