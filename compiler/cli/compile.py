@@ -54,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
         backend.emit(compiled.pipeline, out)  # checks resources first: nothing is written if it does not fit
     ir.save(compiled.pipeline, out / "pipeline.json")
     (out / "stats.json").write_text(json.dumps(compiled.stats, indent=2) + "\n", encoding="utf-8")
+    sources = {"spec": str(Path(args.spec).resolve()), "rules": str(Path(args.rules).resolve()),
+               "options": {"field_order": args.field_order, "range_encoding": args.range_encoding, "encode": args.encode}}
+    (out / "sources.json").write_text(json.dumps(sources, indent=2) + "\n", encoding="utf-8")
     if args.dot:
         from compiler.dot import to_dot
 
