@@ -1,0 +1,75 @@
+"""The BMv2 backend: a v1model P4_16 program, P4Runtime entries and simple_switch_CLI commands.
+
+``emit(pipeline, out_dir, options=None)`` writes, into ``out_dir``:
+
+* ``program.p4``: the v1model program (:mod:`backends.bmv2.program`);
+* ``entries.p4rt.json``: the P4Runtime write request that installs every entry and multicast
+  group (:mod:`backends.bmv2.p4runtime`);
+* ``commands.txt``: the same state as ``simple_switch_CLI`` commands (:mod:`backends.bmv2.cli_commands`);
+* ``bmv2.json``: what the install and test tools need to know about the rendering (mode, message
+  layout, table sizes, the names of the controls).
+
+Everything is rendered and checked before the first file is written, so a pipeline that cannot be
+rendered leaves ``out_dir`` untouched. ``p4sub build OUT`` compiles ``program.p4`` with
+``p4c-bm2-ss``; ``p4sub install OUT`` pushes it and the entries to a running switch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from compiler import ir
+
+from backends.bmv2.cli_commands import commands
+from backends.bmv2.p4runtime import write_request
+from backends.bmv2.program import Bmv2Options, Bmv2Program, build_program
+from backends.bmv2.target import UNION_GROUP, V1MODEL
+
+PROGRAM = "program.p4"
+ENTRIES = "entries.p4rt.json"
+COMMANDS = "commands.txt"
+INFO = "bmv2.json"
+
+
+def render(pipeline: ir.Pipeline, options: Bmv2Options | None = None) -> dict[str, str]:
+    """Every file ``emit`` writes, as {name: text}, without writing anything."""
+    program: Bmv2Program = build_program(pipeline, options or Bmv2Options())
+    info = {
+        "target": V1MODEL.name,
+        "architecture": V1MODEL.architecture,
+        "mode": program.mode,
+        "controls": {"ingress": V1MODEL.ingress_control, "egress": V1MODEL.egress_control},
+        "layout": dataclasses.asdict(program.layout),
+        "table_sizes": program.sizes,
+        "union_group": UNION_GROUP if program.union_group else None,
+        "member_tables": [t.name for t in program.member_tables],
+    }
+    return {
+        PROGRAM: program.text,
+        ENTRIES: _one_update_per_line(write_request(pipeline, program)),
+        COMMANDS: "\n".join(commands(pipeline, program)) + "\n",
+        INFO: json.dumps(info, indent=2) + "\n",
+    }
+
+
+def _one_update_per_line(request: dict) -> str:
+    """The write request as JSON with one update per line (readable, and diffs stay small)."""
+    head = {k: v for k, v in request.items() if k != "updates"}
+    lines = [json.dumps(u, separators=(",", ":")) for u in request["updates"]]
+    body = ",\n  ".join(lines)
+    return json.dumps(head)[:-1] + (', "updates": [\n  ' + body + "\n]}\n" if lines else ', "updates": []}\n')
+
+
+def emit(pipeline: ir.Pipeline, out_dir: str | Path, options: Bmv2Options | None = None) -> list[Path]:
+    """Render and write the BMv2 files into ``out_dir`` (created if missing); returns their paths."""
+    files = render(pipeline, options)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in files.items():
+        path = out / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written

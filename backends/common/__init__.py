@@ -9,7 +9,8 @@ The API (stable; other backends depend on it):
     ``field_expression(ref, hdr="hdr", meta="meta", index=None)`` P4 expression of an IR field
     reference; ``meta_member(ref)``; ``is_meta(ref)``; ``split_field(ref)``; ``is_packet_field(spec, ref)``;
     ``check_key_fields(pipeline, target)``; control-plane names ``p4info_table_name(table, control)``,
-    ``p4info_action_name(action, control)``, ``p4info_key_name(key)`` (= ``key.field``).
+    ``p4info_action_name(action, control)``, ``p4info_key_name(key)`` (= ``key.field``),
+    ``p4info_param_name(param)`` (= ``identifier(param.name)``).
 ``literals``
     ``literal(value, width)`` sized P4 literal; ``canonical_bytes(value)`` (P4Runtime 1.3+);
     ``width_bytes(value, width)`` (BF Runtime); ``from_bytes``; ``all_ones``; ``prefix_mask``.
@@ -19,7 +20,8 @@ The API (stable; other backends depend on it):
     ``ref_width(spec, ref)``; constants ``HEADERS_STRUCT``, ``METADATA_STRUCT``, ``INDENT``.
 ``parser``
     ``parser_states(spec, packet="packet", hdr="hdr")`` every state of the parse graph;
-    ``emit_statements(spec, ...)`` the deparser's emit list (every headers-struct member, in order).
+    ``emit_statements(spec, ...)`` the deparser's emit list (every headers-struct member, in order;
+    adjacent stacks of equal size interleaved element by element); ``emit_groups(spec)``.
 ``controls``
     ``action_decls(pipeline, target)``; ``action_decl``; ``table_decl(table, pipeline, key_expression,
     size=None, extra=())``; ``apply_statements(pipeline)`` (``if (!t.apply().hit) { t_miss.apply(); }``

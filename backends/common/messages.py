@@ -11,8 +11,9 @@ Conventions (documented in docs/bmv2.md, overridable by passing the names explic
 * the *query stack* is the header stack holding the packet fields the tables match; at most one
   stack may be queried (scalar query headers may be queried alongside it: they are the same for
   every message);
-* the messages are formed by the *parallel stacks*: every header stack of the same size as the
-  query stack; message ``j`` is element ``j`` of each (ITCH: the MoldUDP64 message-length block
+* the messages are formed by the *parallel stacks*: the query stack and the stacks of the same
+  size declared next to it (:func:`backends.common.parser.emit_groups`); message ``j`` is element
+  ``j`` of each (ITCH: the MoldUDP64 message-length block
   and the Add Order itself). Its size on the wire is the sum of their element widths;
 * the *count field* is a field of a scalar header, declared before the query stack, whose name is
   one of :data:`COUNT_NAMES` (MoldUDP64's ``msg_cnt`` / ``message_count``);
@@ -30,6 +31,7 @@ from compiler.errors import TargetError
 from compiler.spec import Spec
 
 from backends.common.names import is_meta, split_field
+from backends.common.parser import emit_groups
 
 COUNT_NAMES = ("msg_cnt", "message_count", "msg_count", "messagecount", "count", "cnt")
 LENGTH_NAMES = {
@@ -101,7 +103,7 @@ def message_layout(pipeline: ir.Pipeline, *, count_field: str | None = None,
                           "a message must be one element of each")
     depth = sizes.pop()
     stack = stacks[0]
-    parallel = tuple(h.name for h in spec.headers if h.stack_size == depth)
+    parallel = next(g for g in emit_groups(spec) if stack in g)
     message_bits = sum(spec.header_types[spec.header(h).type_name].width for h in parallel)
     first_stack = min(i for i, h in enumerate(spec.headers) if h.name in parallel)
     if count_field is None:

@@ -138,6 +138,11 @@ def p4info_action_name(action: str, control: str) -> str:
     return qualified(control, action)
 
 
+def p4info_param_name(param: ir.Param | str) -> str:
+    """An action parameter's P4Info name: its P4 identifier (``state`` is a keyword: ``state_``)."""
+    return identifier(param if isinstance(param, str) else param.name)
+
+
 def p4info_key_name(key: ir.Key) -> str:
     """The match-field name of a key in P4Info: the IR field reference (``add_order.price``)."""
     return key.field

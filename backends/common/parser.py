@@ -64,7 +64,13 @@ def _statement(stmt: Extract | Advance, *, packet: str, hdr: str) -> str:
         return f"{packet}.extract({target});"
     if stmt.bits is not None:
         return f"{packet}.advance({literal(stmt.bits, 32)});"
-    return f"{packet}.advance({stmt.expression});"
+    from compiler import spec_expr
+    from compiler.spec_reader import parse_expression
+
+    text = spec_expr.render(parse_expression(stmt.expression), f"{hdr}.")
+    if packet != PACKET:
+        text = text.replace(f"{PACKET}.lookahead<", f"{packet}.lookahead<")
+    return f"{packet}.advance({text});"
 
 
 def _transition(state: ParserState, spec: Spec, *, packet: str, hdr: str) -> list[str]:
@@ -76,8 +82,7 @@ def _transition(state: ParserState, spec: Spec, *, packet: str, hdr: str) -> lis
         return [f"transition {cases[0].next_state};"]
     widths = [key_width(spec, k) for k in state.select_keys]
     exprs = [key_expression(k, packet=packet, hdr=hdr) for k in state.select_keys]
-    head = exprs[0] if len(exprs) == 1 else "(" + ", ".join(exprs) + ")"
-    lines = [f"transition select({head}) {{"]
+    lines = [f"transition select({', '.join(exprs)}) {{"]
     for case in cases:
         lines.append(f"{INDENT}{_case_label(case, widths)}: {case.next_state};")
     lines.append("}")
@@ -122,6 +127,38 @@ def parser_states(spec: Spec, *, packet: str = PACKET, hdr: str = HDR) -> list[s
     return rendered
 
 
+def emit_groups(spec: Spec) -> list[tuple[str, ...]]:
+    """The headers struct's members, with runs of adjacent stacks of equal size grouped together.
+
+    A group of several stacks is a message of several headers (ITCH's ``mold_msg[12]`` block
+    header and ``add_order[12]`` body): the parser extracts them alternately, so the deparser must
+    emit them element by element, interleaved, not one whole stack after the other.
+    """
+    groups: list[list[str]] = []
+    prev_size: int | None = None
+    for h in spec.headers:
+        if h.stack_size and h.stack_size == prev_size:
+            groups[-1].append(h.name)
+        else:
+            groups.append([h.name])
+        prev_size = h.stack_size
+    return [tuple(g) for g in groups]
+
+
 def emit_statements(spec: Spec, *, packet: str = PACKET, hdr: str = HDR) -> list[str]:
-    """``packet.emit(hdr.h);`` for every member of the headers struct, in declaration order."""
-    return [f"{packet}.emit({hdr}.{h.name});" for h in spec.headers]
+    """``packet.emit(hdr.h);`` for every member of the headers struct, in declaration order.
+
+    A lone stack is emitted whole (``emit`` of a stack emits its valid elements in order). Adjacent
+    stacks of equal size (see :func:`emit_groups`) are emitted element by element, interleaved:
+    ``emit(hdr.a[0]); emit(hdr.b[0]); emit(hdr.a[1]); ...`` (emitting an invalid header emits
+    nothing), which reproduces the wire order of messages made of one element of each.
+    """
+    out: list[str] = []
+    for group in emit_groups(spec):
+        if len(group) == 1:
+            out.append(f"{packet}.emit({hdr}.{group[0]});")
+            continue
+        size = spec.header(group[0]).stack_size or 0
+        for i in range(size):
+            out.extend(f"{packet}.emit({hdr}.{name}[{i}]);" for name in group)
+    return out

@@ -1,0 +1,91 @@
+"""The pipeline's entries as ``simple_switch_CLI`` commands (``commands.txt``).
+
+For a freshly started switch (``simple_switch_CLI --thrift-port 9090 < commands.txt``):
+
+* ``mc_mgrp_create G``, ``mc_node_create RID P1 P2 ...`` and ``mc_node_associate G HANDLE`` per
+  multicast group. BMv2 numbers nodes 0, 1, 2, ... in creation order, which the script relies on:
+  it must run on a switch with no multicast nodes yet.
+* ``table_set_default T A ARGS`` for tables whose default is not ``NoAction`` (the program declares
+  the same default; the command makes the script the complete control-plane state).
+* ``table_add T A M1 M2 ... => ARGS [PRIORITY]`` per entry: exact ``v``, LPM ``v/len``, ternary
+  ``v&&&mask``, range ``lo->hi``.
+
+Priorities. BMv2's native API picks the matching entry with the *lowest* priority number; the IR
+and P4Runtime pick the *highest*. For each table the CLI priority is ``max - p + 1`` where ``max``
+is the table's highest P4Runtime priority: order reversed, equal priorities stay equal, the best
+entry gets 1.
+"""
+
+from __future__ import annotations
+
+from compiler import ir
+from compiler.errors import P4subError
+
+from backends.bmv2.program import Bmv2Program
+from backends.bmv2.target import REPLICA_INSTANCE, V1MODEL
+from backends.common.names import NO_ACTION, p4info_action_name, p4info_table_name
+
+
+def number(value: int) -> str:
+    """Decimal below 65536, hex above (stock symbols read better as hex)."""
+    return str(value) if value < 65536 else hex(value)
+
+
+def cli_match(key: ir.Key, match: ir.Match) -> str:
+    if isinstance(match, ir.Exact):
+        return number(match.value)
+    if isinstance(match, ir.Lpm):
+        free = key.width - match.prefix_len
+        return f"{number((match.value >> free) << free)}/{match.prefix_len}"
+    if isinstance(match, ir.Ternary):
+        return f"{number(match.value & match.mask)}&&&{number(match.mask)}"
+    if isinstance(match, ir.Range):
+        return f"{number(match.lo)}->{number(match.hi)}"
+    raise P4subError(f"unknown match {match!r}")
+
+
+def cli_priorities(entries: list[ir.Entry]) -> dict[int, int]:
+    """P4Runtime priority (higher wins) -> BMv2 CLI priority (lower wins), for one table's entries."""
+    top = max((e.priority for e in entries), default=0)
+    return {e.priority: top - e.priority + 1 for e in entries}
+
+
+def table_add(entry: ir.Entry, table: ir.Table, control: str, cli_priority: int | None) -> str:
+    matches = " ".join(cli_match(k, m) for k, m in zip(table.keys, entry.matches))
+    args = " ".join(number(a) for a in entry.args)
+    line = f"table_add {p4info_table_name(table.name, control)} {p4info_action_name(entry.action, control)} {matches} => {args}"
+    line = line.rstrip()
+    if cli_priority is not None:
+        line += f" {cli_priority}"
+    return line
+
+
+def multicast_commands(groups: tuple[ir.MulticastGroup, ...]) -> list[str]:
+    out = []
+    for handle, g in enumerate(groups):
+        out.append(f"mc_mgrp_create {g.id}")
+        out.append(f"mc_node_create {REPLICA_INSTANCE} {' '.join(str(p) for p in sorted(set(g.ports)))}".rstrip())
+        out.append(f"mc_node_associate {g.id} {handle}")
+    return out
+
+
+def commands(pipeline: ir.Pipeline, program: Bmv2Program) -> list[str]:
+    """Every command, multicast groups first."""
+    out = multicast_commands(program.multicast_groups(pipeline))
+    control = V1MODEL.ingress_control
+    for t in pipeline.tables:
+        if t.default_action != NO_ACTION:
+            args = " ".join(number(a) for a in t.default_args)
+            out.append(f"table_set_default {p4info_table_name(t.name, control)} "
+                       f"{p4info_action_name(t.default_action, control)} {args}".rstrip())
+    by_table: dict[str, list[ir.Entry]] = {}
+    for e in pipeline.entries:
+        by_table.setdefault(e.table, []).append(e)
+    for t in pipeline.tables:
+        entries = by_table.get(t.name, [])
+        prio = cli_priorities(entries) if t.needs_priority else {}
+        out.extend(table_add(e, t, control, prio.get(e.priority) if t.needs_priority else None) for e in entries)
+    members = {t.name: t for t in program.member_tables}
+    for e in program.member_entries:
+        out.append(table_add(e, members[e.table], V1MODEL.egress_control, None))
+    return out

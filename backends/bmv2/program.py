@@ -1,0 +1,267 @@
+"""The v1model program for a pipeline: ``program.p4``, and what the entry writers must know about it.
+
+:func:`build_program` decides how messages are evaluated (see :class:`Bmv2Options` and
+docs/bmv2.md), renders ``templates/program.p4.j2`` with the shared pieces of
+:mod:`backends.common`, and returns a :class:`Bmv2Program`: the text plus the facts the P4Runtime
+and CLI writers need (the extra egress tables and their entries, the union multicast group).
+
+Modes (``Bmv2Options.batch``):
+
+* ``single``: the queried headers are scalar headers; one packet is one message.
+* ``first``: the queried header is a stack, only element 0 is evaluated (a fallback, documented).
+* ``union``: message ``i`` is evaluated on pass ``i`` (the ingress resubmits the packet with the
+  per-message results preserved); a packet goes to the union of its messages' ports (INT hops).
+* ``prune``: as ``union``, and each port's copy keeps only the messages that port subscribed to;
+  the count field and the IPv4/UDP lengths are fixed, the UDP checksum cleared (ITCH).
+* ``auto`` (default): ``single`` for scalar query headers; else ``prune`` when the layout has a
+  count field, else ``union``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+
+from compiler import ir
+from compiler.errors import ResourceError, TargetError
+
+from backends.bmv2.target import (
+    CODE_GROUP,
+    CODE_PORT,
+    RESUBMIT_FIELD_LIST,
+    UNION_GROUP,
+    V1MODEL,
+)
+from backends.common.controls import (
+    action_decls,
+    apply_statements,
+    chained_tables,
+    pipeline_metadata_members,
+    table_decl,
+    user_call_members,
+)
+from backends.common.headers import (
+    HEADERS_STRUCT,
+    METADATA_STRUCT,
+    Member,
+    bits,
+    header_type_decls,
+    headers_struct_decl,
+    struct_decl,
+)
+from backends.common.literals import literal
+from backends.common.messages import MessageLayout, ipv4_checksum, message_layout
+from backends.common.names import (
+    check_key_fields,
+    field_expression,
+    identifier,
+    is_meta,
+    split_field,
+)
+from backends.common.parser import emit_statements, parser_states
+from backends.common.target import check_match_kinds
+
+BATCH_MODES = ("auto", "single", "first", "union", "prune")
+MEMBER_KEY_PORT = "standard_metadata.egress_port"
+
+
+@dataclass(frozen=True)
+class Bmv2Options:
+    """How to render. ``table_sizes`` overrides the IR's sizes by table name (also the member tables)."""
+
+    batch: str = "auto"
+    table_sizes: dict[str, int] = field(default_factory=dict)
+    count_field: str | None = None
+    length_fields: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A stacked query field copied into metadata before the tables run: ``meta.<member> = hdr.<header>[i].<field>``."""
+
+    member: str
+    header: str
+    field: str
+    width: int
+
+
+@dataclass(frozen=True)
+class Bmv2Program:
+    """A rendered program and the control-plane facts that go with it."""
+
+    text: str
+    mode: str
+    layout: MessageLayout
+    sizes: dict[str, int]
+    member_tables: tuple[ir.Table, ...] = ()
+    member_entries: tuple[ir.Entry, ...] = ()
+    union_group: ir.MulticastGroup | None = None
+
+    @property
+    def batched(self) -> bool:
+        return self.mode in ("union", "prune")
+
+    def multicast_groups(self, pipeline: ir.Pipeline) -> tuple[ir.MulticastGroup, ...]:
+        """The IR's groups and, in a batched mode, the union group."""
+        extra = (self.union_group,) if self.union_group else ()
+        return tuple(pipeline.multicast_groups) + extra
+
+
+def copy_member(ref: str) -> str:
+    return f"p4sub_q_{identifier(ref)}"
+
+
+def choose_mode(layout: MessageLayout, requested: str) -> str:
+    """The mode to render for ``requested`` (see the module docstring); refuses impossible requests."""
+    if requested not in BATCH_MODES:
+        raise TargetError(f"bmv2: unknown batch mode {requested!r} (one of {', '.join(BATCH_MODES)})")
+    if layout.stack is None:
+        if requested in ("auto", "single"):
+            return "single"
+        raise TargetError(f"bmv2: --batch {requested} needs a queried header stack; the tables query only "
+                          f"scalar headers ({', '.join(layout.query_headers)})")
+    if requested == "single":
+        raise TargetError(f"bmv2: the tables query header stack {layout.stack}; use --batch first, union or prune")
+    if layout.depth == 1:
+        return "first"
+    if requested == "auto":
+        return "prune" if layout.can_prune else "union"
+    if requested == "prune" and not layout.can_prune:
+        raise TargetError(f"bmv2: cannot prune messages of {layout.stack}: no message-count field found before it "
+                          "(name one with count_field)")
+    return requested
+
+
+def leaf_ports(pipeline: ir.Pipeline) -> tuple[int, ...]:
+    """Every port a leaf entry forwards or multicasts to (the union group's ports)."""
+    ports: set[int] = set()
+    groups = {g.id: g for g in pipeline.multicast_groups}
+    for t in pipeline.tables:
+        if t.role != "leaf":
+            continue
+        for e in pipeline.entries_of(t.name):
+            action = pipeline.action(e.action)
+            bound = dict(zip((p.name for p in action.params), e.args))
+            for prim in action.body:
+                if prim.op == "set_egress_port":
+                    ports.add(bound[prim.args[0]])
+                elif prim.op == "set_mcast_group":
+                    ports.update(groups[bound[prim.args[0]]].ports)
+    return tuple(sorted(ports))
+
+
+def _key_expression(layout: MessageLayout, stacked: set[str]):
+    def expr(key: ir.Key) -> str:
+        if is_meta(key.field):
+            return field_expression(key.field)
+        if split_field(key.field)[0] in stacked:
+            return f"meta.{copy_member(key.field)}"
+        return field_expression(key.field)
+    return expr
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+        autoescape=False,
+    )
+
+
+def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -> Bmv2Program:
+    """Render ``program.p4``; raises a P4subError before anything is written if it cannot be rendered."""
+    spec = pipeline.spec
+    check_key_fields(pipeline, V1MODEL.name)
+    check_match_kinds(pipeline, V1MODEL)
+    layout = message_layout(pipeline, count_field=options.count_field, length_fields=options.length_fields)
+    mode = choose_mode(layout, options.batch)
+    batched = mode in ("union", "prune")
+    stacked = {h for h in layout.query_headers if spec.header(h).stack_size}
+    copies = [Copy(copy_member(f), *split_field(f), spec.field_width(f)) for f in layout.query_fields
+              if split_field(f)[0] in stacked]
+
+    sizes = {t.name: options.table_sizes.get(t.name, t.size) for t in pipeline.tables}
+    unknown = set(options.table_sizes) - set(sizes) - {f"p4sub_member_{j}" for j in range(layout.depth)}
+    if unknown:
+        raise TargetError(f"bmv2: table sizes given for unknown tables: {', '.join(sorted(unknown))}")
+    for t in pipeline.tables:
+        n = len(pipeline.entries_of(t.name))
+        if n > sizes[t.name]:
+            raise ResourceError(f"bmv2: table {t.name} has {n} entries but size {sizes[t.name]}")
+
+    members: list[Member] = pipeline_metadata_members(pipeline) + user_call_members(pipeline)
+    members += [Member(bits(c.width), c.member) for c in copies]
+    member_tables: list[ir.Table] = []
+    member_entries: list[ir.Entry] = []
+    union = None
+    member_decls: list[str] = []
+    if batched:
+        fl = f"@field_list({RESUBMIT_FIELD_LIST})"
+        members.append(Member(bits(8), "p4sub_msg", fl))
+        members += [Member(bits(32), f"p4sub_set_{j}", fl) for j in range(layout.depth)]
+        members += [Member(bits(8), "p4sub_msgs"), Member(bits(1), "p4sub_select")]
+        if any(g.id == UNION_GROUP for g in pipeline.multicast_groups):
+            raise ResourceError(f"bmv2: multicast group id {UNION_GROUP} is reserved for the batched path")
+        ports = leaf_ports(pipeline)
+        union = ir.MulticastGroup(UNION_GROUP, ports) if ports else ir.MulticastGroup(UNION_GROUP, ())
+        rows = [(CODE_GROUP | g.id, p) for g in pipeline.multicast_groups for p in g.ports]
+        size = max(64, len(rows))
+        for j in range(layout.depth):
+            name = f"p4sub_member_{j}"
+            keys = (ir.Key(f"meta.p4sub_set_{j}", 32, "exact"), ir.Key(MEMBER_KEY_PORT, V1MODEL.port_width, "exact"))
+            table = ir.Table(name, keys, ("NoAction",), "NoAction", size=options.table_sizes.get(name, size),
+                             role="member")
+            member_tables.append(table)
+            sizes[name] = table.size
+            if len(rows) > table.size:
+                raise ResourceError(f"bmv2: table {name} needs {len(rows)} entries but has size {table.size}")
+            member_decls.append(table_decl(table, pipeline, lambda k: k.field if k.field == MEMBER_KEY_PORT
+                                           else field_expression(k.field)))
+            member_entries += [ir.Entry(name, (ir.Exact(code), ir.Exact(port)), "NoAction") for code, port in rows]
+
+    key_expr = _key_expression(layout, stacked)
+    tables = [table_decl(t, pipeline, key_expr, size=sizes[t.name]) for t in chained_tables(pipeline)]
+    valid = [f"hdr.{h}[0].isValid()" if h in stacked else f"hdr.{h}.isValid()" for h in layout.query_headers]
+    ipv4 = ipv4_checksum(spec)
+    length_fields = []
+    if mode == "prune":
+        for ref in layout.length_fields:
+            length_fields.append({"ref": ref, "header": split_field(ref)[0], "width": spec.field_width(ref)})
+    mode_text = {
+        "single": "one message per packet.",
+        "first": f"only the first element of {layout.stack}[{layout.depth}] is evaluated.",
+        "union": f"up to {layout.depth} messages of {layout.stack} per packet, one per pass (resubmit); "
+                 "a packet goes to the union of its messages' ports.",
+        "prune": f"up to {layout.depth} messages of {layout.stack} per packet, one per pass (resubmit); "
+                 "each port gets only the messages it subscribed to.",
+    }[mode]
+    context = dict(
+        name=pipeline.name, spec_path=spec.path, mode_text=mode_text, includes=V1MODEL.includes,
+        H=HEADERS_STRUCT, M=METADATA_STRUCT,
+        header_types=header_type_decls(spec), headers_struct=headers_struct_decl(spec),
+        metadata_struct=struct_decl(METADATA_STRUCT, members),
+        parser_states=parser_states(spec), actions=action_decls(pipeline, V1MODEL), tables=tables,
+        valid_condition=" && ".join(valid) if valid else "true",
+        batched=batched, first_only=mode == "first", prune=mode == "prune",
+        depth=layout.depth, stack=layout.stack, copies=copies, parallel=layout.parallel,
+        apply_lines=apply_statements(pipeline),
+        code_port=literal(CODE_PORT, 32), code_group=literal(CODE_GROUP, 32),
+        drop_port=literal(V1MODEL.drop_port, V1MODEL.port_width), field_list=literal(RESUBMIT_FIELD_LIST, 8),
+        union_group=literal(UNION_GROUP, V1MODEL.group_width),
+        member_tables=member_decls, member_names=[identifier(t.name) for t in member_tables],
+        count_field=layout.count_field, count_width=spec.field_width(layout.count_field) if layout.count_field else 0,
+        length_fields=length_fields, message_bytes=layout.message_bytes,
+        udp_checksum=layout.udp_checksum if mode == "prune" else None,
+        udp_checksum_header=split_field(layout.udp_checksum)[0] if layout.udp_checksum else "",
+        ipv4=({"header": ipv4.header, "fields": [f"hdr.{ipv4.header}.{f}" for f, _ in ipv4.fields],
+               "checksum": ipv4.checksum}
+              if ipv4 else None),
+        emits=emit_statements(spec),
+    )
+    text = _environment().get_template("program.p4.j2").render(**context)
+    return Bmv2Program(text, mode, layout, sizes, tuple(member_tables), tuple(member_entries), union)
+
