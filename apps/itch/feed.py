@@ -89,6 +89,8 @@ class FeedConfig:
         minimum = self.symbols + 6
         if self.messages < minimum:
             raise P4subError(f"--messages must be at least {minimum} (6 system events + one directory message per symbol)")
+        if not (self.session.isascii() and 1 <= len(self.session) <= 10):
+            raise P4subError(f"MoldUDP64 session must be 1-10 ASCII characters, got {self.session!r}")
         if any(k not in DEFAULT_MIX or w < 0 for k, w in self.mix) or sum(w for _, w in self.mix) <= 0:
             raise P4subError("order-flow mix must give non-negative weights to A F E C X D U P")
 
