@@ -1,0 +1,50 @@
+"""``p4sub build OUT``: compile ``OUT/program.p4`` with p4c for BMv2 (``program.json`` + ``p4info.txt``)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+from pathlib import Path
+
+from compiler.cli import add_command
+from compiler.errors import P4subError, TargetError
+
+COMPILER = "p4c-bm2-ss"
+HOW_TO_GET = (f"{COMPILER} is not on PATH. It is part of p4c (https://github.com/p4lang/p4c): build it from source "
+              "(cmake with -DENABLE_BMV2=ON) or install a p4lang package for your distribution, then put the directory "
+              f"holding {COMPILER} on PATH (or pass --p4c PATH). See docs/bmv2.md.")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = add_command(sub, "build", "compile a BMv2 output directory's program.p4 with p4c-bm2-ss",
+                    "p4sub build out   # after: p4sub compile SPEC RULES --target bmv2 -o out")
+    p.add_argument("out", help="directory written by `p4sub compile --target bmv2`")
+    p.add_argument("--p4c", default=None, help=f"path of {COMPILER} (default: found on PATH)")
+    p.add_argument("--extra", action="append", default=[], metavar="ARG", help="extra argument for p4c; repeatable")
+    p.set_defaults(func=run)
+
+
+def build_command(out: Path, compiler: str, extra: list[str] = ()) -> list[str]:
+    return [compiler, "--p4runtime-files", str(out / "p4info.txt"), "-o", str(out / "program.json"),
+            *extra, str(out / "program.p4")]
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if not (out / "program.p4").is_file():
+        raise P4subError(f"{out / 'program.p4'}: no such file (run `p4sub compile SPEC RULES --target bmv2 -o {out}`)")
+    compiler = args.p4c or shutil.which(COMPILER)
+    if compiler is None or not Path(compiler).exists():
+        raise TargetError(HOW_TO_GET)
+    cmd = build_command(out, compiler, args.extra)
+    print(" ".join(cmd))
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.stdout:
+        print(proc.stdout, end="")
+    if proc.returncode != 0:
+        raise TargetError(f"{COMPILER} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
+    if proc.stderr.strip():
+        print(proc.stderr.strip())
+    print(f"wrote {out / 'program.json'} and {out / 'p4info.txt'}")
+    return 0
