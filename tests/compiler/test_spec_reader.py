@@ -534,7 +534,7 @@ def test_random_bytes_in_a_file_only_raise_p4sub_errors(tmp_path_factory, data):
         pass
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_mutated_itch_spec_reads_or_raises_p4sub_errors(data):
     text = ITCH.read_text()
