@@ -1,0 +1,106 @@
+"""The Tofino backend: a TNA program, BF Runtime entries, the PRE configuration and a resource estimate.
+
+``emit(pipeline, out_dir, options)`` writes into ``out_dir``:
+
+* ``program.p4``: a complete TNA program (``#include <tna.p4>``) for bf-p4c;
+* ``entries.bfrt.json``: table entries and ``$pre.node`` / ``$pre.mgid`` records in the shape
+  ``bfrt_grpc.client`` takes (:mod:`backends.tofino.bfrt`);
+* ``resources.json``: stages, SRAM/TCAM blocks per table, multicast groups, and the percentages
+  of Camus Table 1 (:mod:`backends.tofino.resources`).
+
+Everything is checked before anything is written: a pipeline that cannot be rendered, or does not
+fit the chip, raises a :class:`~compiler.errors.P4subError` and leaves ``out_dir`` alone.
+
+``compile_options(spec, base)`` is the hook for the compiler: the table options that suit Tofino
+(a queried field wider than a range key may be gets the domain-compression encoding instead of
+``range``). ``emit`` does not need it to be right: a range key that is too wide is matched as
+ternary prefixes (:mod:`backends.tofino.layout`); the options only make the tables smaller.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from backends.common.messages import message_layout
+from backends.common.names import check_key_fields
+from backends.tofino import batch as _batch
+from backends.tofino.bfrt import document
+from backends.tofino.layout import Layout, TofinoOptions, match_kind_counts, plan
+from backends.tofino.program import Program, render
+from backends.tofino.resources import Estimate, estimate
+from backends.tofino.target import TOFINO1, Target
+from compiler import ir
+from compiler.spec import Spec
+from compiler.tables import TableOptions
+
+__all__ = ["emit", "build", "compile_options", "TofinoOptions", "Rendered", "TOFINO1", "Target"]
+
+PROGRAM_FILE = "program.p4"
+ENTRIES_FILE = "entries.bfrt.json"
+RESOURCES_FILE = "resources.json"
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """Everything ``emit`` writes, built in memory first."""
+
+    program: Program
+    layout: Layout
+    batched: _batch.Batched
+    estimate: Estimate
+    entries: dict
+    resources: dict
+
+
+def compile_options(spec: Spec, base: TableOptions = TableOptions(), target: Target = TOFINO1) -> TableOptions:
+    """Table options for Tofino: fields wider than a range key and not exact/lpm are domain-compressed.
+
+    Compression maps the field to the index of its elementary interval in one code table (the only
+    table that matches the wide field, as ternary prefixes) and the state tables then match the small
+    code as a native ``range``. Encodings already chosen in ``base`` are kept.
+    """
+    chosen = dict(base.per_field_encoding)
+    for name, info in spec.query_fields.items():
+        if name in chosen or info.match_kind in ("exact", "lpm") or info.is_string:
+            continue
+        if info.width > target.widest_range_key:
+            chosen[name] = "compress"
+    return replace(base, per_field_encoding=chosen)
+
+
+def build(pipeline: ir.Pipeline, options: TofinoOptions = TofinoOptions()) -> Rendered:
+    """Render and check everything in memory (raises a P4subError when it cannot be done)."""
+    check_key_fields(pipeline, options.target.name)
+    messages = message_layout(pipeline)
+    mode = _batch.choose_mode(messages, options.batch)
+    batched = _batch.replicate(pipeline, messages) if mode == "union" else _batch.single(pipeline, mode)
+    layout = plan(batched.pipeline, options, batched.gress_of)
+    est = estimate(layout)
+    pass_of = {t.name: (t.passes[0] if t.passes else 0) for t in est.tables}
+    program = render(layout, batched, messages.stack, messages.depth, messages.query_headers, pass_of)
+    entries = document(layout, batched.groups, pipeline.name)
+    resources = est.to_json()
+    resources["notes"] = {
+        "batch_mode": mode,
+        "message_stack": messages.stack,
+        "messages_per_packet": messages.depth if mode == "union" else 1,
+        "parser_stops_at": list(program.stopped_states),
+        "recirculates": program.recirculates,
+        "match_kinds": match_kind_counts(layout),
+        "encodings": {t.name: {k.field: k.encoding for k in t.keys if k.encoding != "native"}
+                      for t in layout.tables if any(k.encoding != "native" for k in t.keys)},
+    }
+    return Rendered(program, layout, batched, est, entries, resources)
+
+
+def emit(pipeline: ir.Pipeline, out_dir: str | Path, options: TofinoOptions = TofinoOptions()) -> Rendered:
+    """Write ``program.p4``, ``entries.bfrt.json`` and ``resources.json`` (nothing when a check fails)."""
+    rendered = build(pipeline, options)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / PROGRAM_FILE).write_text(rendered.program.text, encoding="utf-8")
+    (out / ENTRIES_FILE).write_text(json.dumps(rendered.entries, indent=1) + "\n", encoding="utf-8")
+    (out / RESOURCES_FILE).write_text(json.dumps(rendered.resources, indent=2) + "\n", encoding="utf-8")
+    return rendered

@@ -1,0 +1,190 @@
+"""Packets that carry several messages (ITCH ``add_order[12]``, INT ``int_hop[8]``) on Tofino.
+
+The IR evaluates one message. BMv2 evaluates a packet's messages one per pass, resubmitting the
+packet between passes (docs/bmv2.md). Tofino resubmits a packet at most once, and each extra pass
+through recirculation costs a trip through the pipe, so p4sub evaluates all messages in one pass
+instead: the field tables are copied once per message slot (``field_x_m3`` matches
+``hdr.add_order[3].price`` and keeps its state in ``meta.p4sub_state_m3``). The copies do not depend
+on each other, so they run side by side in the same stages: the stage count is that of one message,
+the memory that of one message times the number of slots (the resource estimate says so).
+
+What a packet then does (the "union" of BMv2, spelled for TNA):
+
+* ingress: slot ``i``'s leaf copy sets ``meta.p4sub_hit_m<i>`` when the message goes anywhere; a
+  packet with at least one hit is multicast to the *union group* (every port any leaf forwards to,
+  fixed id 0xFFFF like BMv2's), any other packet is dropped. The slots' leaf states travel to the
+  egress in a bridged header (``p4sub_bridge``), which the egress parser removes again;
+* egress: slot ``i``'s keep table, keyed on (egress port, slot i's leaf state), sets
+  ``meta.p4sub_keep_m<i>`` when that port subscribed to message ``i``; a copy with no kept message is
+  dropped. Each subscribed port gets the whole packet.
+
+Not done: removing, per port, the messages it did not subscribe to (BMv2's ``prune``). The egress
+would have to parse the messages to remove them, and Tofino 1's egress parser reaches at most 160
+bytes into a packet (p4c ``specs/parde_spec.h``, ``maxParseDepth(EGRESS)``): the Ethernet, IPv4,
+UDP and MoldUDP64 headers take 62 bytes and each Add Order block 38, so at most two messages could
+be pruned. Ports get the packet's other messages too (message-level false positives, which the
+replay counts as such).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from backends.common.messages import MessageLayout
+from compiler import ir
+from compiler.errors import TargetError
+
+UNION_GROUP = 0xFFFF
+EGRESS_PORT_KEY = "eg_intr_md.egress_port"
+BATCH_MODES = ("auto", "single", "first", "union")
+
+
+@dataclass(frozen=True)
+class Batched:
+    """A pipeline rewritten for several message slots, and where each table belongs."""
+
+    pipeline: ir.Pipeline
+    mode: str
+    slot_of: dict[str, int | None]
+    gress_of: dict[str, str]
+    ingress_control: tuple[tuple[int | None, str], ...]
+    egress_control: tuple[str, ...] = ()
+    bridged: tuple[ir.Metadata, ...] = ()
+    hit_fields: tuple[str, ...] = ()
+    keep_fields: tuple[str, ...] = ()
+    union_group: ir.MulticastGroup | None = None
+    groups: tuple[ir.MulticastGroup, ...] = field(default_factory=tuple)
+
+
+def choose_mode(layout: MessageLayout, requested: str) -> str:
+    """``single`` for scalar query headers; for a stack ``union`` (``auto``) or ``first`` on request."""
+    if requested not in BATCH_MODES:
+        raise TargetError(f"tofino: unknown batch mode {requested!r} (one of {', '.join(BATCH_MODES)})")
+    if layout.stack is None:
+        if requested in ("auto", "single"):
+            return "single"
+        raise TargetError(f"tofino: batch mode {requested} needs a queried header stack; the tables query only "
+                          f"scalar headers ({', '.join(layout.query_headers)})")
+    if requested == "single":
+        raise TargetError(f"tofino: the tables query header stack {layout.stack}; use batch mode first or union")
+    if layout.depth == 1 or requested == "first":
+        return "first"
+    return "union"
+
+
+def slot_name(name: str, slot: int) -> str:
+    return f"{name}_m{slot}"
+
+
+def single(pipeline: ir.Pipeline, mode: str) -> Batched:
+    """One message per packet (``single``), or only slot 0 of the stack (``first``): the IR as it is."""
+    slot = 0 if mode == "first" else None
+    names = [t.name for t in pipeline.tables]
+    return Batched(pipeline, mode, {n: slot for n in names}, {n: "ingress" for n in names},
+                   tuple((slot, n) for n in pipeline.control), groups=pipeline.multicast_groups)
+
+
+def replicate(pipeline: ir.Pipeline, layout: MessageLayout) -> Batched:
+    """The pipeline with its field tables copied per slot, leaf hits, and the egress keep tables."""
+    if any(t.role == "call" for t in pipeline.tables):
+        raise TargetError("tofino: user actions (call tables) with several messages per packet: two messages "
+                          "could call the same action with different arguments; use batch mode first")
+    depth = layout.depth
+    meta_names = {m.name for m in pipeline.metadata}
+    leaf = [t for t in pipeline.tables if t.role == "leaf"]
+    if len(leaf) != 1:
+        raise TargetError(f"tofino: expected one leaf table, found {len(leaf)}")
+    leaf_table = leaf[0]
+
+    def rename_meta(ref: str, i: int) -> str:
+        return slot_name(ref, i) if ref in meta_names else ref
+
+    writer_actions = {a.name for a in pipeline.actions if any(p.op == "set_meta" for p in a.body)}
+
+    def rename_action(name: str, i: int) -> str:
+        return slot_name(name, i) if name in writer_actions else name
+
+    metadata: list[ir.Metadata] = []
+    actions: list[ir.Action] = [a for a in pipeline.actions if a.name not in writer_actions
+                                and a.name not in ("forward", "multicast", "drop_packet")]
+    tables: list[ir.Table] = []
+    entries: list[ir.Entry] = []
+    slot_of: dict[str, int | None] = {}
+    gress_of: dict[str, str] = {}
+    control: list[tuple[int | None, str]] = []
+    hit_fields, keep_fields = [], []
+    state_width = next(m.width for m in pipeline.metadata if m.name == ir.STATE)
+    by_table: dict[str, list[ir.Entry]] = {}
+    for e in pipeline.entries:
+        by_table.setdefault(e.table, []).append(e)
+
+    for i in range(depth):
+        metadata += [ir.Metadata(slot_name(m.name, i), m.width) for m in pipeline.metadata]
+        for a in pipeline.actions:
+            if a.name in writer_actions:
+                body = tuple(ir.Primitive(p.op, (rename_meta(p.args[0], i),) + p.args[1:]) if p.op == "set_meta" else p
+                             for p in a.body)
+                actions.append(ir.Action(slot_name(a.name, i), a.params, body))
+        for t in pipeline.tables:
+            if t.role == "leaf":
+                continue
+            name = slot_name(t.name, i)
+            keys = tuple(ir.Key(rename_meta(k.field, i), k.width, k.match_kind) for k in t.keys)
+            tables.append(replace(t, name=name, keys=keys, actions=tuple(rename_action(a, i) for a in t.actions),
+                                  default_action=rename_action(t.default_action, i),
+                                  on_miss=slot_name(t.on_miss, i) if t.on_miss else None))
+            slot_of[name], gress_of[name] = i, "ingress"
+            entries += [replace(e, table=name, action=rename_action(e.action, i)) for e in by_table.get(t.name, [])]
+        control += [(i, slot_name(n, i)) for n in pipeline.control if n != leaf_table.name]
+        # Slot i's leaf: did message i go anywhere?
+        hit = f"meta.p4sub_hit_m{i}"
+        hit_fields.append(hit)
+        metadata.append(ir.Metadata(hit, 1))
+        hit_action = ir.Action(f"p4sub_hit_m{i}", (ir.Param("hit", 1),), (ir.Primitive("set_meta", (hit, "hit")),))
+        actions.append(hit_action)
+        state_key = ir.Key(slot_name(ir.STATE, i), state_width, "exact")
+        hit_table = ir.Table(f"leaf_hit_m{i}", (state_key,), (hit_action.name, "NoAction"), "NoAction",
+                             size=leaf_table.size, role="leaf")
+        tables.append(hit_table)
+        slot_of[hit_table.name], gress_of[hit_table.name] = i, "ingress"
+        control.append((i, hit_table.name))
+        leaf_rows = _leaf_ports(pipeline, by_table.get(leaf_table.name, []))
+        entries += [ir.Entry(hit_table.name, (ir.Exact(state),), hit_action.name, (1,)) for state, ports in leaf_rows if ports]
+        # Slot i's egress keep table: did the copy's port subscribe to message i?
+        keep = f"meta.p4sub_keep_m{i}"
+        keep_fields.append(keep)
+        keep_action = ir.Action(f"p4sub_keep_m{i}", (ir.Param("keep", 1),), (ir.Primitive("set_meta", (keep, "keep")),))
+        actions.append(keep_action)
+        rows = [(port, state) for state, ports in leaf_rows for port in sorted(ports)]
+        keep_table = ir.Table(f"keep_m{i}", (ir.Key(EGRESS_PORT_KEY, 9, "exact"), state_key),
+                              (keep_action.name, "NoAction"), "NoAction", size=max(64, -(-len(rows) * 5 // 4)),
+                              role="keep")
+        tables.append(keep_table)
+        slot_of[keep_table.name], gress_of[keep_table.name] = i, "egress"
+        entries += [ir.Entry(keep_table.name, (ir.Exact(p), ir.Exact(s)), keep_action.name, (1,)) for p, s in rows]
+    all_ports = sorted({p for _, ports in _leaf_ports(pipeline, by_table.get(leaf_table.name, [])) for p in ports})
+    union = ir.MulticastGroup(UNION_GROUP, tuple(all_ports))
+    keep_meta = tuple(ir.Metadata(k, 1) for k in keep_fields)
+    bridged = tuple(ir.Metadata(slot_name(ir.STATE, i), state_width) for i in range(depth))
+    rewritten = replace(pipeline, metadata=tuple(metadata) + keep_meta, actions=tuple(actions), tables=tuple(tables),
+                        control=tuple(n for _, n in control), entries=tuple(entries), multicast_groups=(union,))
+    return Batched(rewritten, "union", slot_of, gress_of, tuple(control),
+                   tuple(f"keep_m{i}" for i in range(depth)), bridged, tuple(hit_fields), tuple(keep_fields),
+                   union, (union,))
+
+
+def _leaf_ports(pipeline: ir.Pipeline, entries: list[ir.Entry]) -> list[tuple[int, tuple[int, ...]]]:
+    """(state, ports) of every leaf entry: a forward's port, a multicast group's ports, none for a drop."""
+    groups = {g.id: g.ports for g in pipeline.multicast_groups}
+    out = []
+    for e in entries:
+        action = pipeline.action(e.action)
+        bound = dict(zip((p.name for p in action.params), e.args))
+        ports: set[int] = set()
+        for prim in action.body:
+            if prim.op == "set_egress_port":
+                ports.add(bound[prim.args[0]])
+            elif prim.op == "set_mcast_group":
+                ports.update(groups[bound[prim.args[0]]])
+        out.append((e.matches[0].value, tuple(sorted(ports))))
+    return out

@@ -1,0 +1,108 @@
+"""Table entries and PRE configuration as BF Runtime JSON (``entries.bfrt.json``).
+
+One record per entry, in the shape ``bfrt_grpc.client`` takes (``Table.make_key`` / ``make_data``):
+
+```json
+{"table_name": "pipe.SwitchIngress.field_add_order_price",
+ "action": "SwitchIngress.set_state",
+ "key": {"$MATCH_PRIORITY": {"value": 16777214},
+         "meta.p4sub_state": {"value": 3},
+         "add_order.price": {"low": 50001, "high": 100000}},
+ "data": {"state": 7}}
+```
+
+A key field is ``{"value"}`` (exact), ``{"value", "mask"}`` (ternary), ``{"low", "high"}`` (range) or
+``{"value", "prefix_len"}`` (lpm): the keyword arguments of ``gc.KeyTuple``. Key field names are the
+IR's field references, which the program pins with ``@name`` (see :mod:`backends.common.names`);
+data field names are the action parameters' P4 identifiers (``state`` is a P4 keyword: ``state_``).
+
+Priorities: the IR follows P4Runtime (a higher number wins); BF Runtime's ``$MATCH_PRIORITY`` is the
+opposite (lower wins, 0 .. 2^24 - 1; pipe_mgr's convention, which the SDE's own P4Runtime layer
+bridges with ``2^24 - 1 - p``). :func:`bfrt_priority` applies the same conversion, so an entry gets
+the priority it would get through P4Runtime on the same switch.
+
+PRE records (``$pre.node`` then ``$pre.mgid``; delete in the reverse order) make one L1 node per
+multicast group, with ``$MULTICAST_RID`` = the group id (what egress sees as ``egress_rid``) and the
+group's ports as ``$DEV_PORT``; the group points at its node with L1 exclusion ids unused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backends.common.literals import prefix_mask
+from backends.common.names import p4info_param_name
+from backends.tofino.layout import KeyLayout, Layout, TableLayout
+from backends.tofino.target import Target
+from compiler import ir
+from compiler.errors import ResourceError
+
+FORMAT = "p4sub-bfrt/1"
+PRE_NODE = "$pre.node"
+PRE_MGID = "$pre.mgid"
+
+
+def bfrt_priority(priority: int, target: Target) -> int:
+    """BF Runtime ``$MATCH_PRIORITY`` (lower wins) of a P4Runtime priority (higher wins)."""
+    if not 0 <= priority <= target.max_match_priority:
+        raise ResourceError(f"priority {priority} is outside 0..{target.max_match_priority}")
+    return target.max_match_priority - priority
+
+
+def table_name(table: TableLayout, target: Target) -> str:
+    control = target.ingress_control if table.gress == "ingress" else target.egress_control
+    return f"{target.pipe_prefix}.{control}.{table.name}"
+
+
+def action_name(action: str, table: TableLayout, target: Target) -> str:
+    if action == "NoAction":
+        return action
+    control = target.ingress_control if table.gress == "ingress" else target.egress_control
+    return f"{control}.{action}"
+
+
+def key_json(match: ir.Match, key: KeyLayout) -> dict[str, int]:
+    if isinstance(match, ir.Exact):
+        return {"value": match.value}
+    if isinstance(match, ir.Ternary):
+        return {"value": match.value & match.mask, "mask": match.mask}
+    if isinstance(match, ir.Range):
+        return {"low": match.lo, "high": match.hi}
+    return {"value": match.value & prefix_mask(match.prefix_len, key.width), "prefix_len": match.prefix_len}
+
+
+def entry_json(entry: ir.Entry, table: TableLayout, pipeline: ir.Pipeline, target: Target) -> dict[str, Any]:
+    key: dict[str, Any] = {}
+    if table.needs_priority:
+        key[target.match_priority] = {"value": bfrt_priority(entry.priority, target)}
+    for match, k in zip(entry.matches, table.keys):
+        key[k.field] = key_json(match, k)
+    action = pipeline.action(entry.action)
+    data = {p4info_param_name(p): a for p, a in zip(action.params, entry.args)}
+    return {"table_name": table_name(table, target), "action": action_name(entry.action, table, target),
+            "key": key, "data": data}
+
+
+def pre_records(groups: tuple[ir.MulticastGroup, ...]) -> list[dict[str, Any]]:
+    """``$pre.node`` records for every group, then the ``$pre.mgid`` records that use them."""
+    nodes = [{"table_name": PRE_NODE, "key": {"$MULTICAST_NODE_ID": {"value": g.id}},
+              "data": {"$MULTICAST_RID": g.id, "$MULTICAST_LAG_ID": [], "$DEV_PORT": sorted(g.ports)}}
+             for g in groups]
+    mgids = [{"table_name": PRE_MGID, "key": {"$MGID": {"value": g.id}},
+              "data": {"$MULTICAST_NODE_ID": [g.id], "$MULTICAST_NODE_L1_XID_VALID": [False],
+                       "$MULTICAST_NODE_L1_XID": [0]}}
+             for g in groups]
+    return nodes + mgids
+
+
+def document(layout: Layout, groups: tuple[ir.MulticastGroup, ...], program_name: str) -> dict[str, Any]:
+    """The whole ``entries.bfrt.json``: the table entries in table order, then the PRE records."""
+    target = layout.target
+    entries = [entry_json(e, t, layout.pipeline, target) for t in layout.tables for e in t.entries]
+    tables = [{"table_name": table_name(t, target), "gress": t.gress, "size": t.size,
+               "keys": [{"name": k.field, "match_type": k.match_kind, "width": k.width} for k in t.keys],
+               "actions": [action_name(a, t, target) for a in t.table.actions],
+               "priority": t.needs_priority}
+              for t in layout.tables]
+    return {"format": FORMAT, "target": target.name, "p4_name": program_name, "tables": tables,
+            "entries": entries, "pre": pre_records(groups)}

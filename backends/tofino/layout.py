@@ -1,0 +1,216 @@
+"""How a Pipeline IR's tables become Tofino tables: one match kind per key and the entries to install.
+
+The IR is target-neutral; Tofino adds one restriction and one opportunity:
+
+* a ``range`` key must fit in five PHV nibbles (20 bits, :attr:`Target.widest_range_key`). A wider
+  range key is declared ``ternary`` and every range entry becomes its prefix cover (all prefixes
+  keep the entry's priority, so lookups are unchanged: one range's prefixes are disjoint, and
+  entries of different ranges are ordered by priority exactly as before);
+* a range key whose entries are all single values is an ``exact`` key (SRAM hash instead of TCAM),
+  when no two entries then collide;
+* among keys that may stay ``range``, the cheaper of the nibble encoding and the prefix cover is
+  taken, counted in TCAM rows over the table's actual entries.
+
+The choices depend on the entries, so the program and ``entries.bfrt.json`` are always rendered
+together from one :class:`Layout`; :func:`plan` is the single place that makes them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+from backends.tofino.ranges import nibble_rows, nibbles, prefix_cover
+from backends.tofino.target import TOFINO1, Target
+from compiler import ir
+from compiler.errors import ResourceError
+
+
+@dataclass(frozen=True)
+class TofinoOptions:
+    """Choices the Tofino backend makes that a user may want to change.
+
+    ``points_as_exact`` turns range keys whose entries are all single values into exact keys;
+    ``allow_recirculation`` lets a pipeline with more dependent tables than stages run in two passes
+    (see :mod:`backends.tofino.resources`); ``headroom`` sizes tables whose entry count grew by prefix
+    expansion, like :class:`compiler.tables.TableOptions`; ``batch`` says how packets with several
+    messages are evaluated (:mod:`backends.tofino.batch`); ``variable_advance`` what the parser does
+    where the spec skips a packet-dependent number of bytes, which Tofino's parser cannot:
+    ``stop`` parses no further (the rest of the packet is payload), ``refuse`` raises.
+    """
+
+    target: Target = TOFINO1
+    points_as_exact: bool = True
+    allow_recirculation: bool = False
+    headroom: float = 1.25
+    batch: str = "auto"
+    variable_advance: str = "stop"
+
+
+@dataclass(frozen=True)
+class KeyLayout:
+    """A key as Tofino matches it. ``encoding`` says how IR matches were turned into Tofino ones."""
+
+    field: str
+    width: int
+    match_kind: str
+    ir_kind: str
+    encoding: str  # "native", "prefix-cover" (range -> ternary), "points" (range -> exact)
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """One table as rendered: keys, entries (expanded), declared size and TCAM rows the entries use."""
+
+    name: str
+    table: ir.Table
+    keys: tuple[KeyLayout, ...]
+    entries: tuple[ir.Entry, ...]
+    size: int
+    tcam_rows: int
+    gress: str = "ingress"
+
+    @property
+    def uses_tcam(self) -> bool:
+        return any(k.match_kind in ("ternary", "range", "lpm") for k in self.keys)
+
+    @property
+    def needs_priority(self) -> bool:
+        return any(k.match_kind in ("ternary", "range") for k in self.keys)
+
+    @property
+    def range_keys(self) -> tuple[KeyLayout, ...]:
+        return tuple(k for k in self.keys if k.match_kind == "range")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Every table of a pipeline as rendered on one target, in the IR's table order."""
+
+    pipeline: ir.Pipeline
+    target: Target
+    tables: tuple[TableLayout, ...]
+    options: TofinoOptions = field(default_factory=TofinoOptions)
+
+    def table(self, name: str) -> TableLayout:
+        return next(t for t in self.tables if t.name == name)
+
+
+def plan(pipeline: ir.Pipeline, options: TofinoOptions = TofinoOptions(),
+         gress: dict[str, str] | None = None) -> Layout:
+    """Choose every key's Tofino match kind and expand the entries accordingly.
+
+    ``gress`` says which tables run in the egress (default: all in the ingress).
+    """
+    by_table: dict[str, list[ir.Entry]] = {t.name: [] for t in pipeline.tables}
+    for entry in pipeline.entries:
+        by_table[entry.table].append(entry)
+    gress = gress or {}
+    tables = tuple(_table_layout(t, by_table[t.name], options, gress.get(t.name, "ingress")) for t in pipeline.tables)
+    return Layout(pipeline, options.target, tables, options)
+
+
+def _table_layout(table: ir.Table, entries: list[ir.Entry], options: TofinoOptions, gress: str) -> TableLayout:
+    target = options.target
+    keys: list[KeyLayout] = []
+    for i, key in enumerate(table.keys):
+        if key.match_kind not in target.match_kinds:
+            raise ResourceError(f"table {table.name}: key {key.field} has match kind {key.match_kind!r}, "
+                                f"which {target.name} does not have ({', '.join(target.match_kinds)})")
+        kind, encoding = key.match_kind, "native"
+        if key.match_kind == "range":
+            kind, encoding = _range_choice(table, i, entries, options)
+        keys.append(KeyLayout(key.field, key.width, kind, key.match_kind, encoding))
+    rendered = _render_entries(entries, keys)
+    rows = sum(_rows(e, keys, target) for e in rendered) if any(k.match_kind != "exact" for k in keys) else 0
+    size = table.size
+    if len(rendered) > len(entries):
+        size = max(size, math.ceil(len(rendered) * options.headroom))
+    return TableLayout(table.name, table, tuple(keys), tuple(rendered), size, rows, gress)
+
+
+def _range_choice(table: ir.Table, index: int, entries: list[ir.Entry], options: TofinoOptions) -> tuple[str, str]:
+    target = options.target
+    key = table.keys[index]
+    ranges = [e.matches[index] for e in entries]
+    if options.points_as_exact and ranges and all(r.lo == r.hi for r in ranges):
+        others_exact = all(k.match_kind == "exact" for j, k in enumerate(table.keys) if j != index)
+        distinct = len({tuple(_exact_value(m) for m in e.matches) for e in entries}) == len(entries)
+        if others_exact and distinct:
+            return "exact", "points"
+    fits = nibbles(key.width, target.nibble_bits) <= target.max_range_nibbles
+    if not fits:
+        return "ternary", "prefix-cover"
+    nibble_cost = sum(nibble_rows(r.lo, r.hi, key.width, target.nibble_bits) for r in ranges)
+    cover_cost = sum(len(prefix_cover(r.lo, r.hi, key.width)) for r in ranges)
+    if cover_cost < nibble_cost:
+        return "ternary", "prefix-cover"
+    return "range", "native"
+
+
+def _exact_value(match: ir.Match) -> object:
+    if isinstance(match, ir.Range):
+        return match.lo
+    return match
+
+
+def _render_entries(entries: list[ir.Entry], keys: list[KeyLayout]) -> list[ir.Entry]:
+    changed = [i for i, k in enumerate(keys) if k.encoding != "native"]
+    if not changed:
+        return list(entries)
+    out: list[ir.Entry] = []
+    for entry in entries:
+        options: list[list[ir.Match]] = []
+        for i, match in enumerate(entry.matches):
+            enc = keys[i].encoding
+            if enc == "points":
+                options.append([ir.Exact(match.lo)])
+            elif enc == "prefix-cover":
+                options.append([ir.Ternary(v, m) for v, m in prefix_cover(match.lo, match.hi, keys[i].width)])
+            else:
+                options.append([match])
+        for combo in _product(options):
+            priority = entry.priority if any(k.match_kind in ("ternary", "range") for k in keys) else 0
+            out.append(ir.Entry(entry.table, tuple(combo), entry.action, entry.args, priority))
+    return out
+
+
+def _product(options: list[list[ir.Match]]) -> list[list[ir.Match]]:
+    combos: list[list[ir.Match]] = [[]]
+    for choices in options:
+        combos = [c + [m] for c in combos for m in choices]
+    return combos
+
+
+def _rows(entry: ir.Entry, keys: list[KeyLayout] | tuple[KeyLayout, ...], target: Target) -> int:
+    """TCAM rows one rendered entry takes: the product of its range keys' nibble rows (1 otherwise)."""
+    rows = 1
+    for match, key in zip(entry.matches, keys):
+        if key.match_kind == "range":
+            rows *= nibble_rows(match.lo, match.hi, key.width, target.nibble_bits)
+    return rows
+
+
+def entries_with_ranges(layout: TableLayout, target: Target) -> int | None:
+    """The ``@entries_with_ranges(N)`` that makes bf-p4c reserve at least the rows this table needs.
+
+    bf-p4c reserves ``N * L + (size - N)`` rows for a range table, L being the most rows one entry
+    can take (``min(2 * nibbles - 1, 8)``); without the pragma it assumes N = size / 4.
+    """
+    if not layout.range_keys:
+        return None
+    worst = 1
+    for key in layout.range_keys:
+        worst *= min(2 * nibbles(key.width, target.nibble_bits) - 1, target.multirange_row_limit)
+    if worst <= 1:
+        return None
+    n_entries = max(1, len(layout.entries))
+    needed = math.ceil(layout.tcam_rows * layout.size / n_entries)
+    n = math.ceil(max(0, needed - layout.size) / (worst - 1))
+    return max(1, min(layout.size, n))
+
+
+def match_kind_counts(layout: Layout) -> dict[str, int]:
+    """How many keys of each Tofino match kind the program declares (for reports)."""
+    return dict(Counter(k.match_kind for t in layout.tables for k in t.keys))

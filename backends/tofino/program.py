@@ -1,0 +1,208 @@
+"""The TNA program for a pipeline: ``program.p4``.
+
+:func:`render` fills ``templates/program.p4.j2`` with the pieces of :mod:`backends.common` (header
+types, parse graph, actions, tables) and the TNA-specific ones made here: the intrinsic-metadata
+prologue of the ingress parser, the bridged header of batched packets, the recirculation header of a
+two-pass pipeline, and the egress. Everything the program says about tables (keys, match kinds,
+sizes, range pragmas) comes from the :class:`~backends.tofino.layout.Layout`, the same object the
+entry writer reads, so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+
+from backends.common.controls import action_decls, apply_statements, table_decl, user_call_members
+from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, header_member, header_type_decls, struct_decl
+from backends.common.literals import literal
+from backends.common.names import field_expression, identifier, is_meta, meta_member, split_field
+from backends.common.parser import emit_statements, parser_states
+from backends.common.target import unsupported
+from backends.tofino.batch import EGRESS_PORT_KEY, Batched
+from backends.tofino.layout import Layout, TableLayout, entries_with_ranges
+from backends.tofino.target import Target, facts
+from compiler import ir
+from compiler.spec import Advance, ParserState, SelectCase, Spec
+
+EGRESS_HEADERS = "p4sub_egress_headers_t"
+EGRESS_METADATA = "p4sub_egress_metadata_t"
+BRIDGE = "p4sub_bridge"
+RECIRC = "p4sub_recirc"
+SPEC_START = "p4sub_spec_start"
+
+
+@dataclass(frozen=True)
+class Program:
+    """The rendered text and the facts about it the other writers report."""
+
+    text: str
+    stopped_states: tuple[str, ...]
+    recirculates: bool
+
+
+def tna_spec(spec: Spec, policy: str, target: Target) -> tuple[Spec, tuple[str, ...]]:
+    """The spec's parse graph as TNA can run it: start renamed (the TNA prologue is ``start``) and
+    packet-dependent ``advance`` statements handled per ``policy`` (``stop`` or ``refuse``)."""
+    start = spec.start_state or "start"
+    stopped: list[str] = []
+    states: dict[str, ParserState] = {}
+    for name, st in spec.parser_states.items():
+        new_name = SPEC_START if name == start else name
+        cut = next((i for i, s in enumerate(st.statements) if isinstance(s, Advance) and s.bits is None), None)
+        if cut is not None:
+            if policy != "stop":
+                unsupported(target.name, f"parser state {name}: packet.advance({st.statements[cut].expression}) "
+                                         "(Tofino parsers advance by constants only)")
+            stopped.append(name)
+            st = ParserState(st.name, st.statements[:cut], (), (SelectCase((), "accept", True),), st.location)
+        cases = tuple(replace(c, next_state=SPEC_START if c.next_state == start else c.next_state) for c in st.cases)
+        states[new_name] = replace(st, name=new_name, cases=cases)
+    return replace(spec, parser_states=states, start_state=SPEC_START), tuple(stopped)
+
+
+def _padded(members: list[Member]) -> list[Member]:
+    """Members of a header padded to whole bytes (TNA headers are byte-aligned)."""
+    total = sum(int(m.type[4:-1]) for m in members)
+    pad = -total % 8
+    return members + ([Member(bits(pad), "_pad")] if pad else [])
+
+
+def _header_decl(name: str, members: list[Member]) -> str:
+    return "\n".join([f"header {name} {{"] + [f"    {m.render()}" for m in members] + ["}"])
+
+
+def _key_expression(table: TableLayout, batched: Batched, spec: Spec, target: Target):
+    slot = batched.slot_of.get(table.name)
+
+    def expr(key: ir.Key) -> str:
+        if key.field == EGRESS_PORT_KEY:
+            return f"{target.egress_md}.{target.egress_port_field}"
+        if is_meta(key.field):
+            if table.gress == "egress":
+                return f"hdr.{BRIDGE}.{meta_member(key.field)}"
+            return field_expression(key.field)
+        header = split_field(key.field)[0]
+        inst = spec.header(header)
+        index = (slot or 0) if inst is not None and inst.stack_size else None
+        return field_expression(key.field, index=index)
+    return expr
+
+
+def _table_text(t: TableLayout, layout: Layout, batched: Batched, spec: Spec) -> str:
+    target = layout.target
+    table = replace(t.table, keys=tuple(ir.Key(k.field, k.width, k.match_kind) for k in t.keys))
+    text = table_decl(table, layout.pipeline, _key_expression(t, batched, spec, target), size=t.size)
+    n = entries_with_ranges(t, target)
+    return f"@entries_with_ranges({n})\n{text}" if n is not None else text
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+        autoescape=False)
+
+
+def _apply_lines(pipeline: ir.Pipeline, names: list[str]) -> list[str]:
+    return apply_statements(pipeline, order=tuple(names))
+
+
+def render(layout: Layout, batched: Batched, message_stack: str | None, depth: int,
+           query_headers: tuple[str, ...], pass_of: dict[str, int] | None = None) -> Program:
+    """``program.p4`` for a planned layout; ``pass_of`` (table -> pass) splits a recirculating pipeline."""
+    target = layout.target
+    pipeline = layout.pipeline
+    spec, stopped = tna_spec(pipeline.spec, layout.options.variable_advance, target)
+    tna = facts(target)
+    union = batched.mode == "union"
+    keep = set(batched.keep_fields)
+    ingress_tables = [t for t in layout.tables if t.gress == "ingress"]
+    egress_tables = [t for t in layout.tables if t.gress == "egress"]
+    ingress_actions = {a for t in ingress_tables for a in t.table.actions}
+    egress_actions = {a for t in egress_tables for a in t.table.actions}
+    action_text = {a.name: d for a, d in zip([a for a in pipeline.actions if a.name != "NoAction"],
+                                             action_decls(pipeline, tna))}
+
+    meta_members = [Member(bits(m.width), meta_member(m.name)) for m in pipeline.metadata if m.name not in keep]
+    meta_members += user_call_members(pipeline)
+    egress_meta = [Member(bits(1), meta_member(k)) for k in batched.keep_fields]
+
+    recirc = bool(pass_of) and max(pass_of.values(), default=0) > 0
+    if recirc and union:
+        unsupported(target.name, "a pipeline that needs two passes and evaluates several messages per packet")
+    extra_types, ingress_members, egress_members, emits = [], [], [], []
+    bridge_fields = [Member(bits(m.width), meta_member(m.name)) for m in batched.bridged]
+    if union:
+        extra_types.append(_header_decl(f"{BRIDGE}_h", _padded(bridge_fields)))
+        ingress_members.append(Member(f"{BRIDGE}_h", BRIDGE))
+        egress_members.append(Member(f"{BRIDGE}_h", BRIDGE))
+        emits.append(f"pkt.emit(hdr.{BRIDGE});")
+    recirc_fields = [Member(bits(m.width), meta_member(m.name)) for m in pipeline.metadata]
+    if recirc:
+        extra_types.append(_header_decl(f"{RECIRC}_h", _padded(recirc_fields)))
+        ingress_members.append(Member(f"{RECIRC}_h", RECIRC))
+        emits.append(f"pkt.emit(hdr.{RECIRC});")
+    ingress_members += [header_member(h) for h in spec.headers]
+    emits += emit_statements(spec, packet="pkt")
+
+    tables_text = [_table_text(t, layout, batched, spec) for t in ingress_tables]
+    egress_text = [_table_text(t, layout, batched, spec) for t in egress_tables]
+
+    # Which tables each block applies, in order; top-level names only (miss tables chain inside).
+    slots: dict[int | None, list[str]] = {}
+    for slot, name in batched.ingress_control:
+        slots.setdefault(slot, []).append(name)
+    if union:
+        slot_blocks = [{"valid": f"hdr.{message_stack}[{i}].isValid()", "lines": _apply_lines(pipeline, slots[i])}
+                       for i in range(depth)]
+    else:
+        names = [n for _, n in batched.ingress_control]
+        slot_blocks = []
+    pass_lines: list[list[str]] = []
+    if not union:
+        if recirc:
+            first = [n for n in names if pass_of.get(n, 0) == 0]
+            second = [n for n in names if pass_of.get(n, 0) > 0]
+            pass_lines = [_apply_lines(pipeline, first), _apply_lines(pipeline, second)]
+        else:
+            pass_lines = [_apply_lines(pipeline, names)]
+
+    def valid(h: str) -> str:
+        inst = spec.header(h)
+        return f"hdr.{h}[0].isValid()" if inst is not None and inst.stack_size else f"hdr.{h}.isValid()"
+
+    context = dict(
+        name=pipeline.name, spec_path=pipeline.spec.path, target=target, mode=batched.mode, depth=depth,
+        stack=message_stack, stopped=stopped, include=target.include,
+        H=HEADERS_STRUCT, M=METADATA_STRUCT, EH=EGRESS_HEADERS, EM=EGRESS_METADATA,
+        header_types=header_type_decls(spec) + extra_types,
+        headers_struct=struct_decl(HEADERS_STRUCT, ingress_members),
+        metadata_struct=struct_decl(METADATA_STRUCT, meta_members),
+        egress_headers_struct=struct_decl(EGRESS_HEADERS, egress_members),
+        egress_metadata_struct=struct_decl(EGRESS_METADATA, egress_meta),
+        meta_init=[f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in meta_members],
+        egress_meta_init=[f"meta.{m.name} = 1w0;" for m in egress_meta],
+        parser_states=[s for s in parser_states(spec, packet="pkt") if not s.startswith("state start {")],
+        spec_start=SPEC_START,
+        actions=[action_text[a.name] for a in pipeline.actions if a.name in ingress_actions and a.name in action_text],
+        egress_actions=[action_text[a.name] for a in pipeline.actions if a.name in egress_actions
+                        and a.name in action_text],
+        tables=tables_text, egress_tables=egress_text,
+        egress_table_names=[identifier(t.name) for t in egress_tables],
+        valid_condition=" && ".join(valid(h) for h in query_headers) if query_headers else "true",
+        union=union, slot_blocks=slot_blocks,
+        hit_fields=[f"meta.{meta_member(h)}" for h in batched.hit_fields],
+        keep_fields=[f"meta.{meta_member(k)}" for k in batched.keep_fields],
+        bridged=[meta_member(m.name) for m in batched.bridged],
+        union_group=literal(batched.union_group.id, target.group_width) if batched.union_group else "",
+        recirc=recirc, recirc_port=literal(target.recirculation_port, target.port_width),
+        recirc_fields=[meta_member(m.name) for m in pipeline.metadata], pass_lines=pass_lines,
+        bridge=BRIDGE, recirc_header=RECIRC, emits=emits,
+    )
+    text = _environment().get_template("program.p4.j2").render(**context)
+    return Program(text, stopped, recirc)
