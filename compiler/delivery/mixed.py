@@ -124,4 +124,4 @@ class Mixed(HeaderStackEncoding):
                        (("clone_port", p), ("bit_pos", 1 << (p - 1))))
             for p in sorted(self.port_set[switch])
         ]
-        return entries + self.clone_sessions(switch), self.groups.count(switch)
+        return entries, self.groups.count(switch)

@@ -42,13 +42,18 @@ class TableEntry:
 class SwitchEntries:
     """Everything one switch needs installed for a scheme.
 
-    ``multicast_groups`` lists ``(group id, ports)`` when there are few enough to list;
-    ``group_count`` always holds the number (all-subset groups grow as 2^ports).
+    ``entries`` are forwarding rules (what the comparison counts as rules installed);
+    ``config`` are fixed program settings every switch of the scheme has whatever the topology's
+    traffic: stack-index readers (one per position, Listing 3.5), clone sessions, the egress
+    fix-up that strips stacks on host ports. ``multicast_groups`` lists ``(group id, ports)`` when
+    there are few enough to list; ``group_count`` always holds the number (all-subset groups grow
+    as 2^ports) and counts as rules.
     """
 
     switch: str
     switch_id: int
     entries: tuple[TableEntry, ...]
+    config: tuple[TableEntry, ...] = ()
     multicast_groups: tuple[tuple[int, tuple[int, ...]], ...] = ()
     group_count: int = 0
 

@@ -118,7 +118,7 @@ class HeaderStackEncoding(Scheme):
 
     @abstractmethod
     def tables(self, switch: str) -> tuple[list[TableEntry], int]:
-        """Encoding-specific entries for ``switch`` and its multicast group count."""
+        """Encoding-specific forwarding entries for ``switch`` and its multicast group count."""
 
     # --- publisher side ------------------------------------------------------------------------
     def encode_tree(self, tree: DeliveryTree) -> bytes:
@@ -193,17 +193,12 @@ class HeaderStackEncoding(Scheme):
 
     def switch_entries(self, switch: str) -> SwitchEntries:
         entries, groups = self.tables(switch)
-        sid = self.sid[switch]
-        common = [TableEntry("egress_fixup", (("egress_port", p),), "strip_stack") for p in sorted(self.host_ports[switch])]
+        config = [TableEntry("egress_fixup", (("egress_port", p),), "strip_stack") for p in sorted(self.host_ports[switch])]
+        config += [TableEntry("clone_session", (("session", p),), "mirror_to", (("port", p),))
+                   for p in sorted(self.port_set[switch])]
         if self.indexed:
-            common += [
-                TableEntry("read_entry", (("index", i),), f"read_index_{i}") for i in range(self.max_labels())
-            ]
-        return SwitchEntries(switch, sid, tuple(entries + common), group_count=groups)
-
-    def clone_sessions(self, switch: str) -> list[TableEntry]:
-        """One clone (mirror) session per port: ``clone_ingress_pkt_to_egress`` takes a session id."""
-        return [TableEntry("clone_session", (("session", p),), "mirror_to", (("port", p),)) for p in sorted(self.port_set[switch])]
+            config += [TableEntry("read_entry", (("index", i),), f"read_index_{i}") for i in range(self.max_labels())]
+        return SwitchEntries(switch, self.sid[switch], tuple(entries), tuple(config), group_count=groups)
 
     def max_labels(self) -> int:
         """The longest stack any tree needs: one label per tree link (switch/port is the worst)."""

@@ -184,7 +184,7 @@ class StoredTreeHybrid(HeaderStackEncoding):
             TableEntry("extract_port", (("meta.remaining_ports", (1 << (p - 1), 1 << (p - 1))),), "set_port", (("port", p),))
             for p in sorted(self.port_set[switch])
         ]
-        return entries + self.clone_sessions(switch), 0
+        return entries, 0
 
     def tree_entries(self, tree_id: int) -> dict[str, TableEntry]:
         """The per-switch ``check_tree`` entries a stored tree needs (installed per notification)."""

@@ -101,4 +101,4 @@ class SwitchBitmask(HeaderStackEncoding):
                        (("clone_port", p), ("bit_pos", 1 << (p - 1))))
             for p in sorted(self.port_set[switch])
         ]
-        return entries + self.clone_sessions(switch), 0
+        return entries, 0

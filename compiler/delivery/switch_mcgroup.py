@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 
 from compiler.delivery.cost import SwitchCost
-from compiler.delivery.scheme import TableEntry
+from compiler.delivery.scheme import SwitchEntries, TableEntry
 from compiler.delivery.stack import HeaderStackEncoding, Widths, ports_of
 from compiler.delivery.switch_bitmask import pop_to_own
 from compiler.delivery.tree import DeliveryTree
@@ -164,6 +164,7 @@ class SwitchMcGroup(HeaderStackEncoding):
     def tables(self, switch: str) -> tuple[list[TableEntry], int]:
         return [TableEntry("multicast_forward", (("entry.device", self.sid[switch]),), "do_multicast")], self.groups.count(switch)
 
-    def switch_entries(self, switch: str):
+    def switch_entries(self, switch: str) -> SwitchEntries:
         entries = super().switch_entries(switch)
-        return type(entries)(entries.switch, entries.switch_id, entries.entries, self.groups.listing(switch), entries.group_count)
+        return SwitchEntries(entries.switch, entries.switch_id, entries.entries, entries.config,
+                             self.groups.listing(switch), entries.group_count)

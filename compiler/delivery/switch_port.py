@@ -86,4 +86,4 @@ class SwitchPort(HeaderStackEncoding):
 
     def tables(self, switch: str) -> tuple[list[TableEntry], int]:
         sid = self.sid[switch]
-        return [TableEntry("check_entry", (("entry.id", sid),), "clone_or_delete")] + self.clone_sessions(switch), 0
+        return [TableEntry("check_entry", (("entry.id", sid),), "clone_or_delete")], 0
