@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from compiler import spec_expr as ex
-from compiler.errors import P4subError, SpecError
+from compiler.errors import SpecError
 from compiler.spec import Advance, Extract, HeaderType, Spec
 from compiler.spec_reader import parse_expression
 

@@ -153,6 +153,18 @@ def test_int_spec_is_the_contract():
     assert hops == {3: "accept", **{3 + 4 * k: f"hops_{k}" for k in range(1, 9)}}
 
 
+@pytest.mark.parametrize("app, count", [("itch", 15), ("int", 10)])
+def test_shipped_rule_files_type_check_against_their_specs(app, count):
+    from compiler.lang import read_rules
+    from compiler.typecheck import check_rules
+
+    spec = read_spec(ROOT / "apps" / app / f"{app}.p4")
+    rules = read_rules(ROOT / "apps" / app / "rules.sub")
+    typed = check_rules(rules, spec)
+    assert len(rules.rules) == count
+    assert set(typed.fields) == set(spec.query_fields)
+
+
 # ---------------------------------------------------------------------------------------------
 # the subset
 
