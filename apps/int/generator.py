@@ -88,35 +88,36 @@ def generate_int_packets(cfg: IntTraceConfig) -> Iterator[GeneratedPacket]:
     mean_queue = [rng.uniform(0.5, 20.0) for _ in range(cfg.switches + 1)]
     ts = cfg.start_ns
     lo, hi = cfg.hops
+    rand = rng.random
     for _ in range(cfg.packets):
         ts += 1 + int(rng.expovariate(1.0 / cfg.mean_gap_ns))
-        h = rng.randint(lo, hi)
+        h = lo + int(rand() * (hi - lo + 1))
         path = tuple(rng.sample(range(1, cfg.switches + 1), h))
         hops: list[HopMetadata] = []
         flags: list[bool] = []
         for switch in path:
-            anomalous = rng.random() < cfg.anomalies
-            if anomalous and rng.random() < 2 / 3:
-                occupancy = rng.randint(2000, 20000)
+            anomalous = rand() < cfg.anomalies
+            if anomalous and rand() < 2 / 3:
+                occupancy = 2000 + int(rand() * 18001)
                 latency = base_ns[switch] + occupancy * SERVICE_NS
             else:
                 occupancy = int(rng.expovariate(1.0 / mean_queue[switch]))
                 latency = base_ns[switch] + occupancy * SERVICE_NS + rng.gauss(0, 20)
                 if anomalous:
-                    latency += rng.uniform(50_000, 500_000)
+                    latency += 50_000 + rand() * 450_000
             hops.append(HopMetadata(
-                switch_id=switch, ingress_port_id=rng.randint(1, 48), egress_port_id=rng.randint(1, 48),
-                hop_latency=max(1, int(latency)), queue_id=rng.randrange(8), queue_occupancy=min(occupancy, 0xFFFFFF),
+                switch, 1 + int(rand() * 48), 1 + int(rand() * 48), max(1, int(latency)), int(rand() * 8),
+                min(occupancy, 0xFFFFFF),
             ))
             flags.append(anomalous)
         src, dst = rng.sample(range(cfg.hosts), 2) if cfg.hosts > 1 else (0, 0)
-        app_port = APP_PORTS[rng.randrange(len(APP_PORTS))]
+        app_port = APP_PORTS[int(rand() * len(APP_PORTS))]
         md = IntMd(new_header(P4SUB_INSTRUCTIONS, h, MAX_HOPS), tuple(reversed(hops)), shim_value=app_port)
         ep = UdpEndpoints(
             src_mac=bytes((2, 0, 0, 0, src >> 8, src & 0xFF)), dst_mac=bytes((2, 0, 0, 0, dst >> 8, dst & 0xFF)),
-            src_ip=_host_ip(src), dst_ip=_host_ip(dst), src_port=rng.randint(32768, 60999), dst_port=cfg.int_port,
+            src_ip=_host_ip(src), dst_ip=_host_ip(dst), src_port=32768 + int(rand() * 28232), dst_port=cfg.int_port,
         )
-        payload = bytes(rng.randrange(0, 257))
+        payload = bytes(int(rand() * 257))
         yield GeneratedPacket(ts, ep, md, payload, tuple(reversed(flags)), path)
 
 

@@ -14,6 +14,7 @@ all ones.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import lru_cache
 
 # (bit, bytes, ((field, bits), ...)); fields fill the item from its most significant bit.
 Layout = tuple[tuple[int, int, tuple[tuple[str, int], ...]], ...]
@@ -69,24 +70,25 @@ def bit_mask(bit: int) -> int:
     return 0x8000 >> bit
 
 
+@lru_cache(maxsize=1024)
+def _plan(bitmap: int, layout: Layout) -> tuple[tuple[int, tuple[tuple[str, int], ...]], ...]:
+    """The (size, fields) items a bitmap selects, in wire order (cached: bitmaps repeat)."""
+    return tuple((size, items) for bit, size, items in layout if bitmap & bit_mask(bit))
+
+
 def metadata_length(bitmap: int, layout: Layout = INT_MD_LAYOUT) -> int:
     """Bytes of metadata a bitmap selects (without domain-specific metadata)."""
-    return sum(size for bit, size, _ in layout if bitmap & bit_mask(bit))
+    return sum(size for size, _ in _plan(bitmap, layout))
 
 
 def selected_fields(bitmap: int, layout: Layout = INT_MD_LAYOUT) -> tuple[str, ...]:
-    return tuple(name for bit, _, items in layout if bitmap & bit_mask(bit) for name, _ in items)
+    return tuple(name for _, items in _plan(bitmap, layout) for name, _ in items)
 
 
 def encode_metadata(meta: HopMetadata, bitmap: int, layout: Layout = INT_MD_LAYOUT) -> bytes:
     """The bytes of one record: the selected items in bit order, then ``domain_specific``."""
-    out = bytearray()
-    for bit, size, items in layout:
-        if not bitmap & bit_mask(bit):
-            continue
-        if not items:
-            out += b"\xff" * size
-            continue
+    out: list[bytes] = []
+    for size, items in _plan(bitmap, layout):
         value = 0
         for name, width in items:
             v = getattr(meta, name)
@@ -95,17 +97,16 @@ def encode_metadata(meta: HopMetadata, bitmap: int, layout: Layout = INT_MD_LAYO
             elif not 0 <= v < (1 << width):
                 raise ValueError(f"{name}={v} does not fit {width} bits")
             value = (value << width) | v
-        out += value.to_bytes(size, "big")
-    return bytes(out) + meta.domain_specific
+        out.append(value.to_bytes(size, "big") if items else b"\xff" * size)
+    out.append(meta.domain_specific)
+    return b"".join(out)
 
 
 def decode_metadata(data: bytes | memoryview, offset: int, bitmap: int, record_len: int, layout: Layout = INT_MD_LAYOUT) -> HopMetadata:
     """Decode one record of ``record_len`` bytes (the caller checked it fits in ``data``)."""
     values: dict[str, int] = {}
     pos = offset
-    for bit, size, items in layout:
-        if not bitmap & bit_mask(bit):
-            continue
+    for size, items in _plan(bitmap, layout):
         value = int.from_bytes(data[pos : pos + size], "big")
         shift = size * 8
         for name, width in items:

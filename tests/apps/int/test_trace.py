@@ -150,11 +150,12 @@ def test_corrupted_trace_is_read_to_the_end_and_both_readers_agree(traces: dict[
         if how == "cut":
             frames[index] = f[: where % (len(f) + 1)]
         elif how == "flip":
-            f[where % len(f)] ^= 1 << bit
+            if f:
+                f[where % len(f)] ^= 1 << bit
         else:  # rewrite INT fields of a direct packet and its checksums stay valid via scapy
-            if kind != "direct":
-                continue
             pkt = scapy.Ether(bytes(f))
+            if kind != "direct" or scapy.UDP not in pkt or len(bytes(pkt[scapy.UDP].payload)) < 16:
+                continue
             payload = bytearray(bytes(pkt[scapy.UDP].payload))
             if how == "shim_len":
                 payload[1] = where % 256
