@@ -72,12 +72,23 @@ def _as_array(values: Iterable[int] | np.ndarray, width: int) -> np.ndarray:
     return arr.astype(np.uint64) if width <= 64 else arr
 
 
+DENSE_LIMIT = 1 << 22
+
+
 class _Ranker:
-    """Maps values to their index among a sorted set of known values (-1 when unknown)."""
+    """Maps values to their index among a sorted set of known values (-1 when unknown).
+
+    Small known values (state ids, codes) get a dense index array, so ranking is one gather
+    instead of a binary search per row.
+    """
 
     def __init__(self, known: Iterable[int], width: int) -> None:
         self.width = width
         self.values = _as_array(sorted(set(known)), width)
+        self.dense: np.ndarray | None = None
+        if len(self.values) and width <= 64 and int(self.values[-1]) < DENSE_LIMIT:
+            self.dense = np.full(int(self.values[-1]) + 1, -1, dtype=np.int64)
+            self.dense[self.values.astype(np.int64)] = np.arange(len(self.values))
 
     def __len__(self) -> int:
         return len(self.values)
@@ -85,6 +96,9 @@ class _Ranker:
     def rank(self, values: np.ndarray) -> np.ndarray:
         if len(self.values) == 0:
             return np.full(len(values), -1, dtype=np.int64)
+        if self.dense is not None:
+            inside = values < len(self.dense)
+            return np.where(inside, self.dense[np.where(inside, values, 0).astype(np.int64)], -1)
         idx = np.searchsorted(self.values, values)
         idx_c = np.minimum(idx, len(self.values) - 1)
         found = self.values[idx_c] == values
@@ -108,6 +122,8 @@ class _CompiledTable:
     seg_hi: np.ndarray | None = None
     lo_ranker: _Ranker | None = None
     seg_key: np.ndarray | None = None
+    shift: int | None = None  # when (group << width | value) fits in 64 bits, no ranking of values is needed
+    dense_entry: np.ndarray | None = None  # exact-only tables over a small group space: group -> entry
 
 
 def _interval(match: ir.Match, width: int) -> tuple[int, int] | None:
@@ -175,6 +191,12 @@ def _compile_table(table: ir.Table, entries: list[ir.Entry]) -> _CompiledTable:
         combined = np.array([group_of(e) for e in entries], dtype=np.int64)
         order = np.argsort(combined, kind="stable")
         ct.keys, ct.entry_of = combined[order], order.astype(np.int64)
+        space = 1
+        for r in rankers:
+            space *= len(r) + 1
+        if space <= DENSE_LIMIT:
+            ct.dense_entry = np.full(space, -1, dtype=np.int64)
+            ct.dense_entry[ct.keys[::-1]] = ct.entry_of[::-1]  # the first of equal keys wins
         return ct
     width = table.keys[interval_idx].width
     lpm = kinds[interval_idx] == "lpm"
@@ -200,6 +222,10 @@ def _compile_table(table: ir.Table, entries: list[ir.Entry]) -> _CompiledTable:
     # Sort key: group * (#distinct lows + 1) + (1 + index of the segment's low among distinct lows).
     pos = np.searchsorted(ct.lo_ranker.values, ct.seg_lo, side="right") if len(seg_lo) else np.zeros(0, np.int64)
     ct.seg_key = ct.seg_group * (len(ct.lo_ranker) + 1) + pos.astype(np.int64)
+    groups_bits = max(1, int(ct.seg_group.max(initial=0)).bit_length())
+    if width <= 64 and groups_bits + width <= 63:
+        ct.shift = width
+        ct.seg_key = (ct.seg_group.astype(np.uint64) << np.uint64(width)) | ct.seg_lo.astype(np.uint64)
     order = np.argsort(ct.seg_key, kind="stable")
     for name in ("seg_group", "seg_lo", "seg_hi", "entry_of", "seg_key"):
         setattr(ct, name, getattr(ct, name)[order])
@@ -218,14 +244,19 @@ def _lookup_batch(ct: _CompiledTable, columns: list[np.ndarray]) -> np.ndarray:
     if ct.interval_idx is None:
         if len(ct.keys) == 0:
             return np.full(n, -1, dtype=np.int64)
+        if ct.dense_entry is not None:
+            return np.where(valid, ct.dense_entry[group], -1)
         idx = np.minimum(np.searchsorted(ct.keys, group), len(ct.keys) - 1)
         hit = valid & (ct.keys[idx] == group)
         return np.where(hit, ct.entry_of[idx], -1)
     if ct.seg_key is None or len(ct.seg_key) == 0:
         return np.full(n, -1, dtype=np.int64)
     values = columns[ct.interval_idx]
-    pos = np.searchsorted(ct.lo_ranker.values, values, side="right").astype(np.int64)
-    key = group * (len(ct.lo_ranker) + 1) + pos
+    if ct.shift is not None:
+        key = (group.astype(np.uint64) << np.uint64(ct.shift)) | values.astype(np.uint64)
+    else:
+        pos = np.searchsorted(ct.lo_ranker.values, values, side="right").astype(np.int64)
+        key = group * (len(ct.lo_ranker) + 1) + pos
     idx = np.searchsorted(ct.seg_key, key, side="right") - 1
     idx_c = np.maximum(idx, 0)
     hit = valid & (idx >= 0) & (ct.seg_group[idx_c] == group) & (ct.seg_lo[idx_c] <= values) & (values <= ct.seg_hi[idx_c])
