@@ -1,0 +1,169 @@
+"""``p4sub install OUT --target tofino --grpc HOST:50052``: write entries.bfrt.json to a Tofino switch.
+
+The switch must already run the program (``bf_switchd`` with ``program.p4`` compiled by bf-p4c); this
+writes its table entries and PRE configuration through BF Runtime gRPC (``bfrt_grpc.client``, which
+ships with the SDE, not with PyPI). Steps: read what the switch holds in our tables, plan the update
+(:mod:`backends.tofino.updates`), write it in batches, undo the batches already written when one
+fails, and read every table back to check that the switch holds exactly what the file says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from backends.tofino import updates
+from backends.tofino.bfrt import FORMAT, PRE_MGID, PRE_NODE
+from compiler.errors import P4subError, TargetError
+
+ENTRIES_FILE = "entries.bfrt.json"
+SDE_HINT = ("bfrt_grpc is not importable. It ships with the Barefoot/Intel SDE (open-p4studio), not with "
+            "PyPI: add $SDE_INSTALL/lib/python3.*/site-packages/tofino (the directory that holds bfrt_grpc/) "
+            "to PYTHONPATH, or set SDE_INSTALL; it also needs grpcio, protobuf and googleapis-common-protos")
+
+
+def load_entries(out_dir: str | Path) -> dict[str, Any]:
+    path = Path(out_dir) / ENTRIES_FILE if Path(out_dir).is_dir() else Path(out_dir)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise P4subError(f"{path}: no such file (run `p4sub compile ... --target tofino -o OUT` first)") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise P4subError(f"{path}: not a BF Runtime entries file: {exc}") from None
+    if doc.get("format") != FORMAT:
+        raise P4subError(f"{path}: format {doc.get('format')!r}; this p4sub reads {FORMAT}")
+    return doc
+
+
+def import_client() -> Any:
+    """``bfrt_grpc.client``, looked for on sys.path and then under ``$SDE_INSTALL``."""
+    try:
+        import bfrt_grpc.client as gc  # type: ignore[import-not-found]
+        return gc
+    except ImportError:
+        pass
+    sde = os.environ.get("SDE_INSTALL") or (os.environ.get("SDE") and os.path.join(os.environ["SDE"], "install"))
+    if sde:
+        for site in sorted(glob.glob(os.path.join(sde, "lib", "python3*", "site-packages", "tofino"))):
+            if site not in sys.path:
+                sys.path.append(site)
+        try:
+            import bfrt_grpc.client as gc  # type: ignore[import-not-found]
+            return gc
+        except ImportError as exc:
+            raise P4subError(f"{SDE_HINT} (looked under {sde}: {exc})") from None
+    raise P4subError(SDE_HINT)
+
+
+def install(out_dir: str | Path, args: argparse.Namespace) -> int:
+    """Install ``OUT/entries.bfrt.json``; ``args`` carries grpc, device_id, program_name, dry_run, batch_size."""
+    doc = load_entries(out_dir)
+    batch_size = int(getattr(args, "batch_size", None) or 1000)
+    records = doc["pre"] + doc["entries"]
+    order = [t["table_name"] for t in doc["tables"]]
+    if getattr(args, "dry_run", False):
+        ops = updates.plan([], records, order)
+        groups = updates.batches(ops, batch_size)
+        print(f"dry run: {len(ops)} writes in {len(groups)} batches to {len(order)} tables and the PRE "
+              f"({sum(1 for r in doc['pre'] if r['table_name'] == PRE_MGID)} multicast groups) of "
+              f"program {getattr(args, 'program_name', None) or doc['p4_name']}")
+        return 0
+    gc = import_client()
+    switch = _Switch(gc, args.grpc, int(getattr(args, "device_id", 0) or 0),
+                     getattr(args, "program_name", None) or doc["p4_name"])
+    try:
+        names = order + [PRE_NODE, PRE_MGID]
+        old = [r for name in names for r in switch.read(name)]
+        ops = updates.plan(old, records, order)
+        done: list[list[updates.Op]] = []
+        for batch in updates.batches(ops, batch_size):
+            try:
+                switch.write(batch)
+            except Exception as exc:  # the switch refused: undo what was written, newest first
+                for written in reversed(done):
+                    switch.write([updates.inverse(op) for op in reversed(written)])
+                raise TargetError(f"the switch refused a {batch[0].kind} of {len(batch)} entries in "
+                                  f"{batch[0].record['table_name']}: {exc}; the {len(done)} batches written "
+                                  "before it were undone") from None
+            done.append(batch)
+        now = [r for name in names for r in switch.read(name)]
+        wrong = updates.differences(records, now)
+        if wrong:
+            raise TargetError("read-back differs from entries.bfrt.json:\n  " + "\n  ".join(wrong[:20])
+                              + (f"\n  ... and {len(wrong) - 20} more" if len(wrong) > 20 else ""))
+        print(f"installed {len(ops)} changes ({len(records)} records) on {args.grpc}, read back and checked")
+        return 0
+    finally:
+        switch.close()
+
+
+class _Switch:
+    """The few BF Runtime calls the installer makes, in terms of entries.bfrt.json records."""
+
+    def __init__(self, gc: Any, address: str, device_id: int, program: str) -> None:
+        self.gc = gc
+        try:
+            self.iface = gc.ClientInterface(address, client_id=0, device_id=device_id)
+            self.info = self.iface.bfrt_info_get(program)
+            self.iface.bind_pipeline_config(program)
+        except Exception as exc:
+            raise TargetError(f"cannot reach BF Runtime at {address} (program {program}): {exc}") from None
+        self.target = gc.Target(device_id=device_id, pipe_id=0xFFFF)
+
+    def close(self) -> None:
+        tear_down = getattr(self.iface, "tear_down_stream", None)
+        if tear_down:
+            tear_down()
+
+    def _table(self, name: str) -> Any:
+        return self.info.table_get(name)
+
+    def _key(self, table: Any, key: dict[str, dict[str, int]]) -> Any:
+        return table.make_key([self.gc.KeyTuple(name, **fields) for name, fields in key.items()])
+
+    def _data(self, table: Any, record: dict[str, Any]) -> Any:
+        tuples = []
+        for name, value in record.get("data", {}).items():
+            if isinstance(value, list) and value and isinstance(value[0], bool):
+                tuples.append(self.gc.DataTuple(name, bool_arr_val=value))
+            elif isinstance(value, list):
+                tuples.append(self.gc.DataTuple(name, int_arr_val=value))
+            else:
+                tuples.append(self.gc.DataTuple(name, value))
+        action = record.get("action")
+        return table.make_data(tuples, action) if action else table.make_data(tuples)
+
+    def write(self, ops: list[updates.Op]) -> None:
+        table = self._table(ops[0].record["table_name"])
+        keys = [self._key(table, op.record["key"]) for op in ops]
+        if ops[0].kind == "delete":
+            table.entry_del(self.target, keys)
+            return
+        data = [self._data(table, op.record) for op in ops]
+        (table.entry_add if ops[0].kind == "add" else table.entry_mod)(self.target, keys, data)
+
+    def read(self, name: str) -> list[dict[str, Any]]:
+        table = self._table(name)
+        out = []
+        for data, key in table.entry_get(self.target, None, {"from_hw": False}):
+            d, k = data.to_dict(), key.to_dict()
+            action = d.pop("action_name", None)
+            d.pop("is_default_entry", None)
+            record: dict[str, Any] = {"table_name": name, "key": {n: _key_fields(v) for n, v in k.items()},
+                                      "data": d}
+            if action is not None:
+                record["action"] = action
+            out.append(record)
+        return out
+
+
+def _key_fields(value: Any) -> dict[str, int]:
+    """A key field from ``Key.to_dict()`` in the shape of entries.bfrt.json."""
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if k in ("value", "mask", "low", "high", "prefix_len")}
+    return {"value": value}
