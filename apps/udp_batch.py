@@ -36,6 +36,26 @@ def be_uint(arr: np.ndarray, pos: np.ndarray, width: int, dtype: type) -> np.nda
     return raw.view(np.dtype(f">u{width}")).ravel().astype(dtype)
 
 
+def gather_rows(arr: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
+    """The ``width`` bytes at each position as an (N, width) array: one copy per row through a
+    sliding-window view, about twice as fast as fancy indexing with an (N, width) index."""
+    if len(pos) == 0:
+        return np.empty((0, width), dtype=np.uint8)
+    return np.lib.stride_tricks.sliding_window_view(arr, width)[pos]
+
+
+def row_uint(rows: np.ndarray, first: int, width: int, dtype: type) -> np.ndarray:
+    """Big-endian unsigned integers in columns ``first:first+width`` of gathered rows."""
+    if width == 1:
+        return rows[:, first].astype(dtype)
+    if width in (3, 6):
+        pad = 4 if width == 3 else 8
+        out = np.zeros((len(rows), pad), dtype=np.uint8)
+        out[:, pad - width :] = rows[:, first : first + width]
+        return out.view(np.dtype(f">u{pad}")).ravel().astype(dtype)
+    return np.ascontiguousarray(rows[:, first : first + width]).view(np.dtype(f">u{width}")).ravel().astype(dtype)
+
+
 class VecDamage:
     """Vectorised counting into a :class:`DamageCounter`."""
 

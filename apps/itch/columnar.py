@@ -20,7 +20,7 @@ import numpy as np
 from apps.itch.messages import MESSAGE_SIZES
 from apps.itch.moldudp import END_OF_SESSION, HEADER_SIZE, HEARTBEAT
 from apps.pcap import DamageCounter, PcapRange, PcapReader, RecordChunk
-from apps.udp_batch import VecDamage, be_uint, decode_udp_frames, u16
+from apps.udp_batch import VecDamage, decode_udp_frames, gather_rows, row_uint, u16
 
 ADD_ORDER_COLUMNS = {
     "add_order.stock": np.uint64,
@@ -118,14 +118,15 @@ def decode_add_orders(
     pkt, pos, start, length, mtype = pkt[sel], pos[sel], start[sel], length[sel], mtype[sel]
     rec = frames["record"][pkt]
     orig = np.asarray(chunk.orig_lens, dtype=np.int64)
+    rows = gather_rows(arr, start, 36)  # the 36 bytes of 'A'; 'F' adds its MPID after them
     return {
-        "add_order.stock": be_uint(arr, start + 24, 8, np.uint64),
-        "add_order.price": be_uint(arr, start + 32, 4, np.uint32),
-        "add_order.shares": be_uint(arr, start + 20, 4, np.uint32),
-        "add_order.buy_sell_indicator": arr[start + 19],
-        "add_order.order_ref_number": be_uint(arr, start + 11, 8, np.uint64),
-        "add_order.stock_locate": be_uint(arr, start + 1, 2, np.uint16),
-        "add_order.timestamp": be_uint(arr, start + 5, 6, np.uint64),
+        "add_order.stock": row_uint(rows, 24, 8, np.uint64),
+        "add_order.price": row_uint(rows, 32, 4, np.uint32),
+        "add_order.shares": row_uint(rows, 20, 4, np.uint32),
+        "add_order.buy_sell_indicator": rows[:, 19].copy(),
+        "add_order.order_ref_number": row_uint(rows, 11, 8, np.uint64),
+        "add_order.stock_locate": row_uint(rows, 1, 2, np.uint16),
+        "add_order.timestamp": row_uint(rows, 5, 6, np.uint64),
         "msg_type": mtype.astype(np.uint8),
         "ipv4.dst_addr": frames["dst_addr"][pkt],
         "udp.dst_port": frames["dst_port"][pkt],
