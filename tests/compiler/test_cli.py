@@ -1,0 +1,93 @@
+"""The command line end to end on a small spec: check, compile, simulate, explain; errors exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from compiler.cli import main
+
+SPEC = """
+#include <core.p4>
+header ethernet_t { bit<48> dst_addr; bit<48> src_addr; bit<16> ether_type; }
+header msg_t { bit<64> stock; bit<32> price; bit<32> shares; }
+struct headers { ethernet_t ethernet; msg_t msg; }
+@query_field_exact(msg.stock, string)
+@query_field_range(msg.price, scale=4)
+@query_field(msg.shares)
+parser P(packet_in packet, out headers hdr) {
+    state start { packet.extract(hdr.ethernet); transition select(hdr.ethernet.ether_type) { 0x88b5: m; default: accept; } }
+    state m { packet.extract(hdr.msg); transition accept; }
+}
+"""
+
+RULES = """# two subscribers
+msg.stock == "GOOGL" and msg.price > 50: fwd(1);
+msg.stock == GOOGL and msg.price > 100 or msg.shares >= 1000: fwd(2);
+"""
+
+
+@pytest.fixture()
+def files(tmp_path):
+    (tmp_path / "s.p4").write_text(SPEC)
+    (tmp_path / "r.sub").write_text(RULES)
+    return tmp_path
+
+
+def test_check_prints_a_summary(files, capsys) -> None:
+    assert main(["check", str(files / "s.p4"), str(files / "r.sub")]) == 0
+    out = capsys.readouterr().out
+    assert "2 rules" in out and "msg.price" in out
+
+
+def test_compile_simulate_explain(files, capsys) -> None:
+    out_dir = files / "out"
+    assert main(["compile", str(files / "s.p4"), str(files / "r.sub"), "-o", str(out_dir), "--dot", str(files / "g.dot")]) == 0
+    stats = json.loads((out_dir / "stats.json").read_text())
+    assert {"tables", "total_entries", "table_bits", "multicast_groups", "states", "compile_seconds"} <= set(stats)
+    assert (files / "g.dot").read_text().startswith("digraph")
+    packets = [
+        {"msg.stock": "GOOGL", "msg.price": 1000001, "msg.shares": 1},   # > 100.0001: both
+        {"msg.stock": "GOOGL", "msg.price": 500001, "msg.shares": 1},    # 50.0001: port 1
+        {"msg.stock": "AAPL", "msg.price": 9999999, "msg.shares": 5000},  # shares: port 2
+        {"msg.stock": "AAPL", "msg.price": 9999999, "msg.shares": 5},     # nobody
+    ]
+    (files / "p.jsonl").write_text("\n".join(json.dumps(p) for p in packets) + "\n")
+    capsys.readouterr()
+    assert main(["simulate", str(out_dir), "--packets", str(files / "p.jsonl")]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert lines == [{"ports": [1, 2]}, {"ports": [1]}, {"ports": [2]}, {"ports": []}]
+    assert main(["explain", str(out_dir), "--packet", json.dumps(packets[0])]) == 0
+    out = capsys.readouterr().out
+    assert "leaf_actions" in out and out.strip().endswith('{"ports": [1, 2]}')
+
+
+def test_a_typo_exits_2_with_location_and_suggestion(files, capsys) -> None:
+    (files / "bad.sub").write_text('msg.stock == "GOOGL" and\n  msg.prise > 50: fwd(1);\n')
+    assert main(["check", str(files / "s.p4"), str(files / "bad.sub")]) == 2
+    err = capsys.readouterr().err
+    assert f"{files / 'bad.sub'}:2:3: unknown field 'msg.prise'; did you mean 'msg.price'?" in err
+
+
+def test_bad_packets_name_the_line(files, capsys) -> None:
+    out_dir = files / "out"
+    assert main(["compile", str(files / "s.p4"), str(files / "r.sub"), "-o", str(out_dir)]) == 0
+    (files / "p.jsonl").write_text('{"msg.stock": "A", "msg.price": 1, "msg.shares": 1}\n{"msg.stock": "A"}\n')
+    assert main(["simulate", str(out_dir), "--packets", str(files / "p.jsonl")]) == 2
+    assert "p.jsonl:2:1: packet lacks field 'msg.price'" in capsys.readouterr().err
+
+
+def test_field_order_override_and_unknown_field(files, capsys) -> None:
+    out_dir = files / "o2"
+    assert main(["compile", str(files / "s.p4"), str(files / "r.sub"), "-o", str(out_dir), "--field-order", "msg.shares,msg.price"]) == 0
+    assert json.loads((out_dir / "stats.json").read_text())["field_order"][:2] == ["msg.shares", "msg.price"]
+    assert main(["compile", str(files / "s.p4"), str(files / "r.sub"), "-o", str(out_dir), "--field-order", "msg.nope"]) == 2
+    assert "--field-order names msg.nope" in capsys.readouterr().err
+
+
+def test_dnf_blow_up_is_an_error_naming_the_rule(files, capsys) -> None:
+    big = " and ".join(f"(msg.shares > {i} or msg.price > {i})" for i in range(14))
+    (files / "big.sub").write_text(f"\n{big}: fwd(1);\n")
+    assert main(["compile", str(files / "s.p4"), str(files / "big.sub"), "-o", str(files / "o3")]) == 2
+    assert "big.sub:2:1: this rule expands to more than 4096 conjunctions" in capsys.readouterr().err
