@@ -1,0 +1,234 @@
+"""The generated TNA program and entries: consistent with each other and with the IR."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import backends.tofino as tofino
+from backends.common.names import identifier
+from backends.tofino.layout import TofinoOptions
+from compiler.errors import P4subError, ResourceError, TargetError
+from tests.backends.tofino.helpers import (
+    SCALAR_RULES,
+    actions_in,
+    compile_text,
+    control_body,
+    int_pipeline,
+    itch_pipeline,
+    scalar_spec,
+    tables_in,
+)
+
+MAX = (1 << 24) - 1
+
+
+@pytest.fixture(scope="module")
+def scalar():
+    pipeline = compile_text(scalar_spec(), SCALAR_RULES)
+    return pipeline, tofino.build(pipeline)
+
+
+def test_program_uses_tna_exactly(scalar):
+    _, r = scalar
+    text = r.program.text
+    assert "#include <core.p4>" in text and "#include <tna.p4>" in text
+    assert re.search(r"state start \{\s*pkt\.extract\(ig_intr_md\);\s*pkt\.advance\(PORT_METADATA_SIZE\);", text)
+    assert "out ingress_intrinsic_metadata_t ig_intr_md)" in text
+    for decl in ("inout ingress_intrinsic_metadata_for_deparser_t ig_intr_md_for_dprsr",
+                 "inout ingress_intrinsic_metadata_for_tm_t ig_intr_md_for_tm",
+                 "in ingress_intrinsic_metadata_from_parser_t ig_intr_md_from_prsr",
+                 "out egress_intrinsic_metadata_t eg_intr_md",
+                 "inout egress_intrinsic_metadata_for_output_port_t eg_intr_md_for_oport"):
+        assert decl in text
+    assert re.search(r"Pipeline\(SwitchIngressParser\(\),\s*SwitchIngress\(\),\s*SwitchIngressDeparser\(\),\s*"
+                     r"SwitchEgressParser\(\),\s*SwitchEgress\(\),\s*SwitchEgressDeparser\(\)\) pipe;", text)
+    assert "Switch(pipe) main;" in text
+    assert "ig_intr_md_for_tm.ucast_egress_port = port;" in text
+    assert "ig_intr_md_for_tm.mcast_grp_a = group;" in text
+    assert "ig_intr_md_for_dprsr.drop_ctl = 3w1;" in text
+    assert text.count("{") == text.count("}")
+
+
+def test_every_ir_table_is_declared_with_its_keys_widths_and_actions(scalar):
+    pipeline, r = scalar
+    ingress = control_body(r.program.text, "SwitchIngress")
+    declared = tables_in(ingress)
+    assert set(declared) == {t.name for t in pipeline.tables}
+    meta = {n: int(w) for w, n in re.findall(r"bit<(\d+)> (\w+);",
+                                              r.program.text.split("struct p4sub_metadata_t {")[1].split("}")[0])}
+    header = dict((n, int(w)) for w, n in re.findall(r"bit<(\d+)> (\w+);", r.program.text.split("header order_t {")[1].split("}")[0]))
+    for t in pipeline.tables:
+        d = declared[t.name]
+        laid = r.layout.table(t.name)
+        assert [name for _, _, name in d["keys"]] == [k.field for k in t.keys]
+        assert [kind for _, kind, _ in d["keys"]] == [k.match_kind for k in laid.keys]
+        for (expr, _, name), key in zip(d["keys"], t.keys):
+            if name.startswith("meta."):
+                assert expr == name and meta[name[5:]] == key.width
+            else:
+                assert expr == f"hdr.{name}" and header[name.split(".")[1]] == key.width
+        assert d["actions"] == [identifier(a) if a != "NoAction" else a for a in t.actions]
+        assert d["size"] == laid.size >= len(laid.entries)
+    declared_actions = actions_in(ingress)
+    for a in pipeline.actions:
+        if a.name != "NoAction":
+            assert [(f"bit<{p.width}>", identifier(p.name)) for p in a.params] == \
+                [tuple(x) for x in declared_actions[a.name]]
+
+
+def test_entries_name_declared_tables_keys_actions_and_params(scalar):
+    pipeline, r = scalar
+    declared = tables_in(control_body(r.program.text, "SwitchIngress"))
+    declared_actions = actions_in(r.program.text)
+    by_table = {}
+    for rec in r.entries["entries"]:
+        prefix, control, table = rec["table_name"].split(".")
+        assert (prefix, control) == ("pipe", "SwitchIngress")
+        d = declared[table]
+        names = [n for _, _, n in d["keys"]]
+        kinds = {n: k for _, k, n in d["keys"]}
+        key = dict(rec["key"])
+        prio = key.pop("$MATCH_PRIORITY", None)
+        assert list(key) == names
+        assert (prio is not None) == any(k in ("ternary", "range") for k in kinds.values())
+        for n, fields in key.items():
+            assert set(fields) == {"exact": {"value"}, "ternary": {"value", "mask"}, "range": {"low", "high"},
+                                   "lpm": {"value", "prefix_len"}}[kinds[n]]
+        action = rec["action"].split(".")[-1]
+        assert rec["action"] == f"SwitchIngress.{action}" and action in d["actions"]
+        assert list(rec["data"]) == [name for _, name in declared_actions[action]]
+        by_table[table] = by_table.get(table, 0) + 1
+    for t in r.layout.tables:
+        assert by_table.get(t.name, 0) == len(t.entries)
+    assert len(r.entries["entries"]) >= len(pipeline.entries)
+
+
+def test_bfrt_priorities_invert_the_ir_order(scalar):
+    pipeline, r = scalar
+    for t in r.layout.tables:
+        if not t.needs_priority:
+            continue
+        recs = [rec for rec in r.entries["entries"] if rec["table_name"].endswith("." + t.name)]
+        for e, rec in zip(t.entries, recs):
+            assert rec["key"]["$MATCH_PRIORITY"]["value"] == MAX - e.priority
+    ternary = compile_text(scalar_spec(), SCALAR_RULES, encoding="ternary")
+    r2 = tofino.build(ternary)
+    recs = [rec for rec in r2.entries["entries"] if "$MATCH_PRIORITY" in rec["key"]]
+    ir_prios = sorted({e.priority for e in ternary.entries if e.priority})
+    bf_prios = sorted({rec["key"]["$MATCH_PRIORITY"]["value"] for rec in recs})
+    assert len(ir_prios) > 2
+    assert bf_prios == sorted(MAX - p for p in ir_prios)  # higher IR priority -> lower BF-RT value
+
+
+def test_pre_records_make_one_node_and_group_per_multicast_group(scalar):
+    pipeline, r = scalar
+    pre = r.entries["pre"]
+    nodes = [p for p in pre if p["table_name"] == "$pre.node"]
+    mgids = [p for p in pre if p["table_name"] == "$pre.mgid"]
+    assert pre == nodes + mgids and len(nodes) == len(mgids) == len(pipeline.multicast_groups) > 0
+    for g, node, mgid in zip(pipeline.multicast_groups, nodes, mgids):
+        assert node["key"] == {"$MULTICAST_NODE_ID": {"value": g.id}}
+        assert node["data"]["$DEV_PORT"] == sorted(g.ports) and node["data"]["$MULTICAST_RID"] == g.id
+        assert mgid["key"] == {"$MGID": {"value": g.id}}
+        assert mgid["data"]["$MULTICAST_NODE_ID"] == [g.id]
+        assert mgid["data"]["$MULTICAST_NODE_L1_XID_VALID"] == [False]
+
+
+def test_emit_writes_three_files_and_nothing_when_it_does_not_fit(scalar, tmp_path):
+    pipeline, _ = scalar
+    tofino.emit(pipeline, tmp_path / "ok")
+    assert sorted(p.name for p in (tmp_path / "ok").iterdir()) == ["entries.bfrt.json", "program.p4", "resources.json"]
+    res = json.loads((tmp_path / "ok" / "resources.json").read_text())
+    assert set(res["camus_table1"]) == {"sram_percent", "tcam_percent", "multicast_percent"}
+    tiny = TofinoOptions(target=tofino.Target(name="tiny", stages=2))
+    with pytest.raises(ResourceError, match="does not fit"):
+        tofino.emit(pipeline, tmp_path / "bad", tiny)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_recirculation_splits_the_ingress_over_two_passes(scalar):
+    pipeline, _ = scalar
+    small = TofinoOptions(target=tofino.Target(name="small", stages=2), allow_recirculation=True)
+    r = tofino.build(pipeline, small)
+    text = r.program.text
+    assert r.estimate.passes == 2 and r.program.recirculates
+    assert "header p4sub_recirc_h {" in text and "pkt.emit(hdr.p4sub_recirc);" in text
+    assert "ig_intr_md_for_tm.ucast_egress_port = 9w68;" in text
+    assert re.search(r"transition select\(ig_intr_md\.ingress_port\) \{\s*9w68: parse_p4sub_recirc;", text)
+    first, second = text.split("} else if (")[0], text.split("} else if (")[1]
+    passes = {u.name: u.passes for u in r.estimate.tables}
+    for t in pipeline.control:
+        where = second if passes[t][0] == 0 else first
+        assert f"{t}.apply()" in where
+
+
+def test_itch_batches_become_per_message_copies_with_egress_keep_tables():
+    pipeline = itch_pipeline(per_field=tofino.compile_options(itch_pipeline().spec).per_field_encoding)
+    r = tofino.build(pipeline)
+    text = r.program.text
+    assert r.batched.mode == "union"
+    ingress = tables_in(control_body(text, "SwitchIngress"))
+    egress = tables_in(control_body(text, "SwitchEgress"))
+    depth = 12
+    field_tables = [t.name for t in pipeline.tables if t.role != "leaf"]
+    assert set(ingress) == {f"{n}_m{i}" for n in field_tables for i in range(depth)} | {f"leaf_hit_m{i}" for i in range(depth)}
+    assert set(egress) == {f"keep_m{i}" for i in range(depth)}
+    for i in (0, 7):
+        keys = ingress[f"field_add_order_price_code_m{i}"]["keys"]
+        assert keys[0][0] == f"hdr.add_order[{i}].price" and keys[0][2] == "add_order.price"
+        assert egress[f"keep_m{i}"]["keys"][0][0] == "eg_intr_md.egress_port"
+        assert egress[f"keep_m{i}"]["keys"][1][0] == f"hdr.p4sub_bridge.p4sub_state_m{i}"
+    assert "ig_intr_md_for_tm.mcast_grp_a = 16w0xffff;" in text
+    assert r.entries["pre"][0]["key"] == {"$MULTICAST_NODE_ID": {"value": 0xFFFF}}
+    assert r.resources["notes"]["parser_stops_at"]  # ITCH skips other messages by their length
+    assert "packet.advance" not in text and "pkt.advance(PORT_METADATA_SIZE)" in text
+    # Keep entries: one per (port, leaf state) of the IR's leaf entries.
+    leaf_rows = 0
+    groups = {g.id: g.ports for g in pipeline.multicast_groups}
+    for e in pipeline.entries_of("leaf_actions"):
+        leaf_rows += 1 if e.action == "forward" else len(groups[e.args[0]]) if e.action == "multicast" else 0
+    keep0 = [rec for rec in r.entries["entries"] if rec["table_name"] == "pipe.SwitchEgress.keep_m0"]
+    assert len(keep0) == leaf_rows
+
+
+def test_itch_first_mode_evaluates_element_zero_only():
+    r = tofino.build(itch_pipeline(), TofinoOptions(batch="first"))
+    ingress = tables_in(control_body(r.program.text, "SwitchIngress"))
+    assert ingress["field_add_order_stock"]["keys"][1][0] == "hdr.add_order[0].stock"
+    assert "SwitchEgress" not in json.dumps(r.entries["entries"])
+
+
+def test_refusals_are_p4sub_errors():
+    with pytest.raises(TargetError, match="advance"):
+        tofino.build(itch_pipeline(), TofinoOptions(batch="first", variable_advance="refuse"))
+    with pytest.raises(TargetError):
+        tofino.build(compile_text(scalar_spec(), SCALAR_RULES), TofinoOptions(batch="union"))
+    assert issubclass(TargetError, P4subError)
+
+
+def test_int_hops_are_evaluated_side_by_side():
+    r = tofino.build(int_pipeline())
+    assert r.batched.mode == "union" and r.resources["notes"]["messages_per_packet"] == 8
+    assert r.estimate.stages <= 12
+
+
+def test_compile_options_compress_wide_range_fields_only():
+    spec = scalar_spec()
+    opts = tofino.compile_options(spec)
+    assert opts.per_field_encoding == {"order.price": "compress"}
+
+
+@pytest.mark.tofino
+def test_bf_p4c_compiles_the_program(scalar, tmp_path):
+    if shutil.which("bf-p4c") is None:
+        pytest.skip("bf-p4c is not on PATH (it comes with the Tofino SDE)")
+    _, r = scalar
+    (tmp_path / "program.p4").write_text(r.program.text)
+    done = subprocess.run(["bf-p4c", "--target", "tofino", "--arch", "tna", "-o", str(tmp_path / "build"),
+                           str(tmp_path / "program.p4")], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
