@@ -78,7 +78,7 @@ class Progress:
         self.width = width
         self.start = time.monotonic()
         self.last = 0.0
-        self.tty = stream.isatty()
+        self.tty = self.stream.isatty()
         self.next_decile = 0
 
     def __call__(self, done: int, total: int, label: str) -> None:
