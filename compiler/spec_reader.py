@@ -145,11 +145,12 @@ def parse_spec(text: str, path: str = "<spec>") -> Spec:
         raise SpecError("expressions are nested too deeply", SourceLocation(path, 1, 1)) from None
 
 
+@lru_cache(maxsize=4096)
 def parse_expression(text: str, path: str = "<expression>") -> ex.Expr:
     """Read back an expression :func:`compiler.spec_expr.render` wrote (e.g. ``Advance.expression``).
 
     Field references stay as written (``mold_msg.last.msg_len``); constants must already be
-    literals, which is how the reader stores them.
+    literals, which is how the reader stores them. Results are cached: the trees are immutable.
     """
     try:
         tree = _parser().parse(text, start="expr")

@@ -40,6 +40,9 @@ EXPRESSION_ERROR = "expression_error"
 #: Every status a parse can end with; only ``accept`` means the parser finished normally.
 STATUSES = (ACCEPT, REJECT, PACKET_TOO_SHORT, NO_MATCH, STACK_OUT_OF_BOUNDS, PARSER_LOOP, EXPRESSION_ERROR)
 
+# A Spec field name: h.f, s.last.f or s[2].f
+_FIELD_REF = re.compile(r"(\w+)(?:\[(\d+)\]|\.(last))?\.(\w+)")
+
 
 @dataclass(frozen=True)
 class HeaderValue:
@@ -103,7 +106,7 @@ class ParsedPacket:
 
     def value(self, ref: str) -> int | None:
         """``ipv4.ttl``, ``add_order[0].price`` or ``add_order.last.price``; None when not extracted."""
-        match = re.fullmatch(r"(\w+)(?:\[(\d+)\]|\.(last))?\.(\w+)", ref)
+        match = _FIELD_REF.fullmatch(ref)
         if not match:
             return None
         name, index, last, field_name = match.groups()
@@ -215,7 +218,7 @@ class ParseGraph:
             if key.startswith("lookahead:"):
                 keys.append(ex.Lookahead(int(key.split(":", 1)[1])))
             else:
-                expr = parse_expression(key)
+                expr = ex.Ref(key) if _FIELD_REF.fullmatch(key) else parse_expression(key)
                 for ref in ex.refs(expr):
                     self._ref(ref.name)
                 keys.append(expr)
@@ -232,7 +235,7 @@ class ParseGraph:
         ref = self._refs.get(name)
         if ref is not None:
             return ref
-        match = re.fullmatch(r"(\w+)(?:\[(\d+)\]|\.(last))?\.(\w+)", name)
+        match = _FIELD_REF.fullmatch(name)
         inst = self.instances.get(match.group(1)) if match else None
         if inst is None:
             raise SpecError(f"parse graph reads {name!r}, which is not a header field")
