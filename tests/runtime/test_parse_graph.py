@@ -385,3 +385,17 @@ def test_graph_refuses_extract_without_next_on_a_stack():
     broken["one"] = ParserState("one", (Extract("n", False), Advance(8)), (), (SelectCase((), "accept", True),))
     with pytest.raises(SpecError, match="does not fit its declaration"):
         ParseGraph(type(spec)(**{**spec.__dict__, "parser_states": broken}))
+
+
+def test_int_packets_from_the_int_writer_parse_with_the_int_spec():
+    """apps/int's encoder and apps/int/int.p4 describe the same bytes (a contract between the two)."""
+    from apps.int.headers import DEFAULT_INT_PORT, IntMd, encode_int_md, new_header
+    from apps.int.metadata import P4SUB_INSTRUCTIONS, HopMetadata
+
+    hops = tuple(HopMetadata(switch_id=sw, ingress_port_id=ing, egress_port_id=eg, hop_latency=lat, queue_id=qid,
+                             queue_occupancy=occ) for sw, ing, eg, lat, qid, occ in HOPS)
+    md = IntMd(new_header(P4SUB_INSTRUCTIONS, len(hops)), hops)
+    parsed = graph("int").parse(ipv4_udp_frame(encode_int_md(md), DEFAULT_INT_PORT))
+    assert parsed.ok
+    assert [tuple(h.fields.values()) for h in parsed.stacks["int_hop"]] == HOPS
+    assert parsed.headers["int_md"]["remaining_hop_cnt"] == 8 - len(HOPS)
