@@ -399,3 +399,20 @@ def test_int_packets_from_the_int_writer_parse_with_the_int_spec():
     assert parsed.ok
     assert [tuple(h.fields.values()) for h in parsed.stacks["int_hop"]] == HOPS
     assert parsed.headers["int_md"]["remaining_hop_cnt"] == 8 - len(HOPS)
+
+
+def test_itch_frames_from_the_trace_writer_parse_with_the_itch_spec():
+    """apps/itch's encoders and apps/itch/itch.p4 describe the same bytes (a contract between the two)."""
+    from apps.itch.messages import AddOrder, encode_message
+    from apps.itch.moldudp import encode_mold
+    from apps.itch.trace import DEFAULT_ENDPOINTS
+    from apps.udp import build_udp_frame
+
+    order = AddOrder(7, 0, 34_200_000_000_123, 0xDEADBEEF, "B", 100, "GOOGL", 1_234_500)
+    blocks = [encode_message(order), system_event(), encode_message(order)]
+    frame = build_udp_frame(encode_mold("0000000001", 42, blocks), DEFAULT_ENDPOINTS)
+    parsed = graph("itch").parse(frame)
+    assert parsed.ok and parsed.headers["ipv4"]["flags"] == 0b010
+    assert [o["price"] for o in parsed.stacks["add_order"]] == [1_234_500, 1_234_500]
+    assert parsed.stacks["add_order"][0]["stock"] == int.from_bytes(b"GOOGL   ", "big")
+    assert [m["msg_type"] for m in parsed.stacks["mold_msg"]] == [ord("A"), ord("S"), ord("A")]
