@@ -1,0 +1,181 @@
+"""The installer against an in-memory stand-in for ``bfrt_grpc.client`` (no SDE needed)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import types
+
+import pytest
+
+import backends.tofino as tofino
+from backends.tofino.install import install
+from compiler.errors import P4subError, TargetError
+from tests.backends.tofino.helpers import SCALAR_RULES, compile_text, scalar_spec
+
+
+class FakeSwitch:
+    """Tables as dicts from a canonical key to (action, data); can refuse writes to one table."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[str, tuple]] = {}
+        self.refuse: str | None = None
+        self.writes = 0
+
+
+def fake_client(switch: FakeSwitch) -> types.ModuleType:
+    gc = types.ModuleType("bfrt_grpc.client")
+
+    class KeyTuple:
+        def __init__(self, name, value=None, mask=None, low=None, high=None, prefix_len=None):
+            f = {"value": value, "mask": mask, "low": low, "high": high, "prefix_len": prefix_len}
+            self.name, self.fields = name, {k: v for k, v in f.items() if v is not None}
+
+    class DataTuple:
+        def __init__(self, name, val=None, int_arr_val=None, bool_arr_val=None):
+            self.name = name
+            self.value = val if val is not None else int_arr_val if int_arr_val is not None else bool_arr_val
+
+    class Obj:
+        def __init__(self, d):
+            self.d = d
+
+        def to_dict(self):
+            return dict(self.d)
+
+    class Table:
+        def __init__(self, name):
+            self.name = name
+            switch.tables.setdefault(name, {})
+
+        def make_key(self, tuples):
+            return json.dumps({t.name: t.fields for t in tuples}, sort_keys=True)
+
+        def make_data(self, tuples, action=None):
+            return (action, {t.name: t.value for t in tuples})
+
+        def _check(self):
+            switch.writes += 1
+            if switch.refuse == self.name:
+                raise RuntimeError("table full")
+
+        def entry_add(self, target, keys, datas):
+            self._check()
+            for k, d in zip(keys, datas):
+                assert k not in switch.tables[self.name]
+                switch.tables[self.name][k] = d
+
+        def entry_mod(self, target, keys, datas):
+            self._check()
+            for k, d in zip(keys, datas):
+                switch.tables[self.name][k] = d
+
+        def entry_del(self, target, keys):
+            self._check()
+            for k in keys:
+                del switch.tables[self.name][k]
+
+        def entry_get(self, target, keys, flags):
+            for k, (action, data) in switch.tables[self.name].items():
+                d = dict(data)
+                if action:
+                    d["action_name"] = action
+                d["is_default_entry"] = False
+                yield Obj(d), Obj(json.loads(k))
+
+    class Info:
+        def table_get(self, name):
+            return Table(name)
+
+    class ClientInterface:
+        def __init__(self, address, client_id, device_id):
+            self.address = address
+
+        def bfrt_info_get(self, name):
+            return Info()
+
+        def bind_pipeline_config(self, name):
+            pass
+
+        def tear_down_stream(self):
+            pass
+
+    gc.KeyTuple, gc.DataTuple, gc.ClientInterface = KeyTuple, DataTuple, ClientInterface
+    gc.Target = lambda device_id, pipe_id: (device_id, pipe_id)
+    return gc
+
+
+def args(**kw) -> argparse.Namespace:
+    base = dict(grpc="localhost:50052", device_id=0, program_name=None, dry_run=False, batch_size=3)
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+@pytest.fixture()
+def out(tmp_path):
+    tofino.emit(compile_text(scalar_spec(), SCALAR_RULES), tmp_path)
+    return tmp_path
+
+
+@pytest.fixture()
+def switch(monkeypatch):
+    sw = FakeSwitch()
+    package = types.ModuleType("bfrt_grpc")
+    client = fake_client(sw)
+    package.client = client
+    monkeypatch.setitem(sys.modules, "bfrt_grpc", package)
+    monkeypatch.setitem(sys.modules, "bfrt_grpc.client", client)
+    return sw
+
+
+def test_install_writes_every_record_and_a_second_install_changes_nothing(out, switch, capsys):
+    doc = json.loads((out / "entries.bfrt.json").read_text())
+    assert install(out, args()) == 0
+    assert sum(len(t) for t in switch.tables.values()) == len(doc["entries"]) + len(doc["pre"])
+    writes = switch.writes
+    assert install(out, args()) == 0
+    assert switch.writes == writes  # nothing to change
+    assert "read back and checked" in capsys.readouterr().out
+
+
+def test_a_refused_batch_undoes_the_batches_before_it(out, switch):
+    switch.refuse = "pipe.SwitchIngress.field_order_stock"
+    with pytest.raises(TargetError, match="refused.*undone"):
+        install(out, args())
+    assert all(len(t) == 0 for t in switch.tables.values())
+
+
+def test_install_replaces_old_entries(out, switch, tmp_path):
+    assert install(out, args()) == 0
+    other = tmp_path / "other"
+    changed = SCALAR_RULES.replace('"GOOG"', '"IBM"').replace("fwd(1)", "fwd(6)").replace("< 20", "< 30")
+    tofino.emit(compile_text(scalar_spec(), changed), other)
+    doc = json.loads((other / "entries.bfrt.json").read_text())
+    first = json.loads((out / "entries.bfrt.json").read_text())
+    def shape(d):
+        return [{k: v for k, v in t.items() if k != "size"} for t in d["tables"]]
+    assert shape(doc) == shape(first)  # the same tables (sizes follow the entry counts), new entries
+    assert doc["entries"] != first["entries"]
+    assert install(other, args()) == 0
+    assert sum(len(t) for t in switch.tables.values()) == len(doc["entries"]) + len(doc["pre"])
+
+
+def test_dry_run_needs_no_sde(out, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "bfrt_grpc", None)
+    assert install(out, args(dry_run=True)) == 0
+    assert "dry run:" in capsys.readouterr().out
+
+
+def test_missing_bfrt_grpc_is_a_p4sub_error_naming_the_sde(out, monkeypatch):
+    monkeypatch.setitem(sys.modules, "bfrt_grpc", None)
+    monkeypatch.setitem(sys.modules, "bfrt_grpc.client", None)
+    monkeypatch.delenv("SDE_INSTALL", raising=False)
+    monkeypatch.delenv("SDE", raising=False)
+    with pytest.raises(P4subError, match=r"SDE_INSTALL/lib/python3\.\*/site-packages/tofino"):
+        install(out, args())
+
+
+def test_missing_entries_file_is_a_p4sub_error(tmp_path):
+    with pytest.raises(P4subError, match="no such file"):
+        install(tmp_path, args())
