@@ -5,6 +5,12 @@ writes its table entries and PRE configuration through BF Runtime gRPC (``bfrt_g
 ships with the SDE, not with PyPI). Steps: read what the switch holds in our tables, plan the update
 (:mod:`backends.tofino.updates`), write it in batches, undo the batches already written when one
 fails, and read every table back to check that the switch holds exactly what the file says.
+
+The BMv2 installer's planner (``backends/bmv2/update_plan.py``) is not reused: it identifies
+P4Runtime entities (``table_entry`` matches and priority, ``multicast_group_entry`` replicas) and
+reports refusals per update, while BF Runtime records name key fields with ``$MATCH_PRIORITY``
+inside the key, configure multicast in two tables (``$pre.node``, ``$pre.mgid``), and a bfrt_grpc
+write fails as a whole. Tested against an in-memory stand-in for bfrt_grpc only (no SDE here).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from backends.tofino.bfrt import FORMAT, PRE_MGID, PRE_NODE
 from compiler.errors import P4subError, TargetError
 
 ENTRIES_FILE = "entries.bfrt.json"
+DEFAULT_GRPC = "127.0.0.1:50052"  # bf_switchd's BF Runtime gRPC port
 SDE_HINT = ("bfrt_grpc is not importable. It ships with the Barefoot/Intel SDE (open-p4studio), not with "
             "PyPI: add $SDE_INSTALL/lib/python3.*/site-packages/tofino (the directory that holds bfrt_grpc/) "
             "to PYTHONPATH, or set SDE_INSTALL; it also needs grpcio, protobuf and googleapis-common-protos")
@@ -74,7 +81,8 @@ def install(out_dir: str | Path, args: argparse.Namespace) -> int:
               f"program {getattr(args, 'program_name', None) or doc['p4_name']}")
         return 0
     gc = import_client()
-    switch = _Switch(gc, args.grpc, int(getattr(args, "device_id", 0) or 0),
+    address = getattr(args, "grpc", None) or DEFAULT_GRPC
+    switch = _Switch(gc, address, int(getattr(args, "device_id", 0) or 0),
                      getattr(args, "program_name", None) or doc["p4_name"])
     try:
         names = order + [PRE_NODE, PRE_MGID]
@@ -85,6 +93,13 @@ def install(out_dir: str | Path, args: argparse.Namespace) -> int:
             try:
                 switch.write(batch)
             except Exception as exc:  # the switch refused: undo what was written, newest first
+                # A refused batch may be half applied: undo its updates one by one, ignoring the
+                # refusals of those that never took effect, then the batches before it.
+                for op in reversed(batch):
+                    try:
+                        switch.write([updates.inverse(op)])
+                    except Exception:
+                        pass
                 for written in reversed(done):
                     switch.write([updates.inverse(op) for op in reversed(written)])
                 raise TargetError(f"the switch refused a {batch[0].kind} of {len(batch)} entries in "
@@ -96,7 +111,7 @@ def install(out_dir: str | Path, args: argparse.Namespace) -> int:
         if wrong:
             raise TargetError("read-back differs from entries.bfrt.json:\n  " + "\n  ".join(wrong[:20])
                               + (f"\n  ... and {len(wrong) - 20} more" if len(wrong) > 20 else ""))
-        print(f"installed {len(ops)} changes ({len(records)} records) on {args.grpc}, read back and checked")
+        print(f"installed {len(ops)} changes ({len(records)} records) on {address}, read back and checked")
         return 0
     finally:
         switch.close()
