@@ -1,0 +1,97 @@
+"""A BMv2 switch in a throwaway network namespace, for the integration tests.
+
+Port ``i`` of the switch is veth ``s<i>``; its peer ``h<i>`` is where the test sends and listens.
+Everything runs inside the namespace (the switch's gRPC server listens on the namespace's own
+loopback), and :meth:`Bmv2Switch.close` removes the namespace with all its interfaces.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+PKTIO = Path(__file__).with_name("pktio.py")
+
+
+def tool(name: str) -> str | None:
+    """A toolchain binary: on PATH, or under /usr/local/bin."""
+    return shutil.which(name) or (f"/usr/local/bin/{name}" if Path(f"/usr/local/bin/{name}").exists() else None)
+
+
+def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+class Bmv2Switch:
+    def __init__(self, ports: list[int], workdir: Path, grpc_port: int = 9559) -> None:
+        self.ns = f"p4sub-t{os.getpid()}"
+        self.ports = ports
+        self.grpc = f"127.0.0.1:{grpc_port}"
+        self.workdir = workdir
+        self.proc: subprocess.Popen | None = None
+        run(["ip", "netns", "add", self.ns])
+        try:
+            self.sh(["ip", "link", "set", "lo", "up"])
+            self.sh(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])
+            self.sh(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"])
+            for p in ports:
+                self.sh(["ip", "link", "add", f"s{p}", "type", "veth", "peer", "name", f"h{p}"])
+                for side in (f"s{p}", f"h{p}"):
+                    self.sh(["ip", "link", "set", side, "up"])
+            args = [tool("simple_switch_grpc"), "--device-id", "0", "--log-file", str(workdir / "switch"),
+                    "--log-flush"]
+            for p in ports:
+                args += ["-i", f"{p}@s{p}"]
+            args += ["--no-p4", "--", "--grpc-server-addr", self.grpc]
+            self.log = open(workdir / "switch.out", "w")
+            self.proc = subprocess.Popen(["ip", "netns", "exec", self.ns, *args], stdout=self.log,
+                                         stderr=subprocess.STDOUT)
+            self._wait_for_grpc()
+        except BaseException:
+            self.close()
+            raise
+
+    def sh(self, cmd: list[str], **kw) -> subprocess.CompletedProcess:
+        return run(["ip", "netns", "exec", self.ns, *cmd], **kw)
+
+    def _wait_for_grpc(self, timeout: float = 20) -> None:
+        host, port = self.grpc.split(":")
+        probe = (f"import socket,sys; s=socket.socket(); s.settimeout(0.5); "
+                 f"sys.exit(s.connect_ex(('{host}', {port})))")
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"simple_switch_grpc exited: {(self.workdir / 'switch.out').read_text()}")
+            if subprocess.run(["ip", "netns", "exec", self.ns, sys.executable, "-c", probe]).returncode == 0:
+                return
+            time.sleep(0.3)
+        raise RuntimeError("simple_switch_grpc did not open its gRPC port")
+
+    def p4sub(self, *args: str) -> subprocess.CompletedProcess:
+        """``p4sub ARGS`` inside the namespace (so that it reaches the switch's gRPC server)."""
+        return subprocess.run(["ip", "netns", "exec", self.ns, sys.executable, "-m", "compiler", *args],
+                              capture_output=True, text=True, cwd=ROOT)
+
+    def exchange(self, send: list[tuple[int, bytes]], listen: list[int], udp_ports: list[int]) -> list[tuple[int, bytes]]:
+        """Send (port, packet) pairs into the switch; return what came out as (port, packet)."""
+        req = self.workdir / "pktio-req.json"
+        res = self.workdir / "pktio-res.json"
+        req.write_text(json.dumps({"send": [[f"h{p}", data.hex()] for p, data in send],
+                                   "listen": [f"h{p}" for p in listen], "udp_ports": udp_ports}))
+        self.sh([sys.executable, str(PKTIO), str(req), str(res)], timeout=300)
+        return [(int(iface[1:]), bytes.fromhex(data)) for iface, data in json.loads(res.read_text())]
+
+    def close(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)

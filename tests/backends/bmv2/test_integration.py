@@ -1,0 +1,224 @@
+"""With the real tools: p4c compiles the generated programs; BMv2 forwards as the reference model says.
+
+``p4c`` tests need ``p4c-bm2-ss``; ``bmv2`` tests also need ``simple_switch_grpc``, root (network
+namespaces) and a Python with p4runtime-shell (see ``p4sub install --help``). Each skips with the
+reason when something is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import backends.bmv2 as bmv2
+from compiler.cli.install import TargetError, find_p4rt_python
+from runtime.model import Model
+
+from tests.backends.bmv2 import helpers as h
+from tests.backends.bmv2 import packets as pk
+from tests.backends.bmv2.switch import Bmv2Switch, tool
+
+P4C = tool("p4c-bm2-ss")
+SWITCH = tool("simple_switch_grpc")
+
+needs_p4c = pytest.mark.skipif(P4C is None, reason="p4c-bm2-ss is not installed (see docs/bmv2.md)")
+
+
+def _p4rt_python() -> str | None:
+    try:
+        return find_p4rt_python()
+    except TargetError:
+        return None
+
+
+def bmv2_skip_reason() -> str | None:
+    if P4C is None:
+        return "p4c-bm2-ss is not installed"
+    if SWITCH is None:
+        return "simple_switch_grpc is not installed"
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    if _p4rt_python() is None:
+        return "no Python with p4runtime-shell (see p4sub install --help)"
+    return None
+
+
+def build(pipeline, out: Path) -> None:
+    bmv2.emit(pipeline, out)
+    from compiler.cli import main
+
+    rc = main(["build", str(out), "--p4c", P4C])
+    assert rc == 0
+    assert (out / "program.json").is_file() and (out / "p4info.txt").is_file()
+
+
+def scalar_pipeline(tmp_path):
+    spec = h.spec_from_text(h.SCALAR_SPEC, str(tmp_path))
+    return h.compile_text(spec, h.SCALAR_RULES, per_field={"ipv4.diffserv": "ternary"}).pipeline
+
+
+@pytest.mark.p4c
+@needs_p4c
+@pytest.mark.parametrize("which", ["itch", "int", "scalar", "itch-first", "itch-union"])
+def test_p4c_compiles_the_generated_program_and_names_match_the_entries(which, tmp_path):
+    if which.startswith("itch"):
+        pipeline = h.compile_text(h.itch_spec(), h.ITCH_RULES).pipeline
+    elif which == "int":
+        pipeline = h.compile_text(h.int_spec(), h.INT_RULES).pipeline
+    else:
+        pipeline = scalar_pipeline(tmp_path)
+    out = tmp_path / "out"
+    options = bmv2.Bmv2Options(batch=which.split("-")[1]) if "-" in which else None
+    bmv2.emit(pipeline, out, options)
+    from compiler.cli import main
+
+    assert main(["build", str(out), "--p4c", P4C]) == 0
+    p4info = (out / "p4info.txt").read_text()
+    tables = dict(re.findall(r'tables \{\s+preamble \{\s+id: (\d+)\s+name: "([^"]+)"', p4info))
+    names = set(tables.values())
+    request = json.loads((out / bmv2.ENTRIES).read_text())
+    for u in request["updates"]:
+        te = u["entity"].get("table_entry")
+        if te:
+            assert te["table_name"] in names
+            for m in te["match"]:
+                assert f'name: "{m["field_name"]}"' in p4info
+            assert f'name: "{te["action"]["action"]["action_name"]}"' in p4info
+
+
+def _compare(received: list[tuple[int, bytes]], expected: list[tuple[int, bytes]]) -> None:
+    got, want = Counter(received), Counter(expected)
+    missing = want - got
+    extra = got - want
+    assert not missing and not extra, (
+        f"{sum(missing.values())} expected packets missing, {sum(extra.values())} unexpected; "
+        f"first missing: {[(p, d.hex()) for p, d in list(missing)[:2]]}; first extra: {[(p, d.hex()) for p, d in list(extra)[:2]]}")
+
+
+@pytest.mark.bmv2
+@pytest.mark.p4c
+def test_itch_on_bmv2_matches_the_reference_model_and_updates_atomically(tmp_path):
+    reason = bmv2_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    pipeline = h.compile_text(h.itch_spec(), h.ITCH_RULES).pipeline
+    out = tmp_path / "itch"
+    build(pipeline, out)
+    switch = Bmv2Switch([0, 1, 2, 3], tmp_path)
+    try:
+        r = switch.p4sub("install", str(out), "--grpc", switch.grpc, "--batch-size", "7")
+        assert r.returncode == 0, r.stderr
+        assert "holds exactly the wanted entries" in r.stdout
+        rng = random.Random(7)
+        send, expected = [], []
+        for seq in range(40):
+            orders = pk.random_orders(rng, rng.randint(1, 5), seq * 100)
+            send.append((0, pk.itch_packet(orders, seq)))
+            expected += list(pk.expected_itch(Model(pipeline), orders, seq).items())
+        send.append((0, pk.ipv4_udp(b"not moldudp", 9999)))          # not a query packet: dropped
+        send.append((0, pk.itch_packet([], 999)))                      # heartbeat: no message, dropped
+        _compare(switch.exchange(send, [1, 2, 3], [pk.ITCH_PORT, 9999]), expected)
+
+        # A changed rule set with the same tables: only the differences are written.
+        changed = h.ITCH_RULES.replace('"AAPL" : fwd(2)', '"AAPL" : fwd(3)').replace("fwd(1, 2)", "fwd(2)")
+        pipeline2 = h.compile_text(h.itch_spec(), changed).pipeline
+        out2 = tmp_path / "itch2"
+        build(pipeline2, out2)
+        assert (out2 / "program.json").read_text() == (out / "program.json").read_text()
+        r = switch.p4sub("install", str(out2), "--grpc", switch.grpc, "--batch-size", "7")
+        assert r.returncode == 0, r.stderr
+        assert "pipeline unchanged" in r.stdout
+        plan = re.search(r"plan: (\d+) insert, (\d+) modify, (\d+) delete", r.stdout)
+        changes = sum(int(x) for x in plan.groups())
+        assert 0 < changes < len(json.loads((out2 / bmv2.ENTRIES).read_text())["updates"])
+        rng = random.Random(8)
+        send, expected = [], []
+        for seq in range(20):
+            orders = pk.random_orders(rng, rng.randint(1, 4), seq * 100)
+            send.append((0, pk.itch_packet(orders, seq)))
+            expected += list(pk.expected_itch(Model(pipeline2), orders, seq).items())
+        _compare(switch.exchange(send, [1, 2, 3], [pk.ITCH_PORT]), expected)
+
+        # An install the switch refuses part-way is rolled back: the switch keeps rule set 2.
+        bad = tmp_path / "bad"
+        bad.mkdir()
+        for name in ("program.p4", "program.json", "p4info.txt"):
+            (bad / name).write_bytes((out / name).read_bytes())
+        request = json.loads((out / bmv2.ENTRIES).read_text())
+        leaf = next(u for u in request["updates"] if u["entity"].get("table_entry", {}).get("table_name")
+                    == "MyIngress.leaf_actions")
+        broken = json.loads(json.dumps(leaf))
+        broken["entity"]["table_entry"]["match"][0]["exact"]["value"] = "0x7f"   # wider than the state key
+        request["updates"].append(broken)
+        (bad / bmv2.ENTRIES).write_text(json.dumps(request))
+        r = switch.p4sub("install", str(bad), "--grpc", switch.grpc, "--batch-size", "3")
+        assert r.returncode == 2
+        assert "refused" in r.stderr and "MyIngress.leaf_actions" in r.stderr and "rolled back" in r.stderr
+        r = switch.p4sub("install", str(out2), "--grpc", switch.grpc, "--dry-run")
+        assert r.returncode == 0 and "plan: 0 insert, 0 modify, 0 delete" in r.stdout, r.stdout + r.stderr
+    finally:
+        switch.close()
+
+
+@pytest.mark.bmv2
+@pytest.mark.p4c
+def test_int_on_bmv2_goes_to_the_union_of_the_hops_ports(tmp_path):
+    reason = bmv2_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    pipeline = h.compile_text(h.int_spec(), h.INT_RULES).pipeline
+    out = tmp_path / "int"
+    build(pipeline, out)
+    switch = Bmv2Switch([0, 1, 2, 3], tmp_path)
+    try:
+        r = switch.p4sub("install", str(out), "--grpc", switch.grpc)
+        assert r.returncode == 0, r.stderr
+        rng = random.Random(11)
+        send, expected = [], []
+        for tag in range(40):
+            hops = pk.random_hops(rng, rng.randint(1, 8))
+            send.append((0, pk.int_packet(hops, tag)))
+            expected += list(pk.expected_int(Model(pipeline), hops, tag).items())
+        _compare(switch.exchange(send, [1, 2, 3], [pk.INT_PORT]), expected)
+    finally:
+        switch.close()
+
+
+@pytest.mark.bmv2
+@pytest.mark.p4c
+def test_scalar_single_message_path_on_bmv2(tmp_path):
+    reason = bmv2_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    pipeline = scalar_pipeline(tmp_path)
+    out = tmp_path / "scalar"
+    build(pipeline, out)
+    switch = Bmv2Switch([0, 1, 2, 3], tmp_path)
+    try:
+        r = switch.p4sub("install", str(out), "--grpc", switch.grpc)
+        assert r.returncode == 0, r.stderr
+        model = Model(pipeline)
+        rng = random.Random(3)
+        send, expected = [], []
+        for i in range(60):
+            dst = rng.choice([0x0A000001, 0x0A010203, 0xC0A80101, 0x08080808])
+            ttl = rng.choice([1, 4, 5, 10, 11, 64])
+            tos = rng.choice([0, 8, 12, 15, 16, 46])
+            pkt = bytearray(pk.ipv4_udp(i.to_bytes(4, "big"), 5000))
+            pkt[14 + 1] = tos
+            pkt[14 + 8] = ttl
+            pkt[14 + 16:14 + 20] = dst.to_bytes(4, "big")
+            pkt[14 + 10:14 + 12] = b"\0\0"
+            pkt[14 + 10:14 + 12] = pk.ipv4_checksum(bytes(pkt[14:34])).to_bytes(2, "big")
+            send.append((0, bytes(pkt)))
+            ports, _ = model.run_one({"ipv4.dst_addr": dst, "ipv4.ttl": ttl, "ipv4.diffserv": tos})
+            expected += [(p, bytes(pkt)) for p in ports]
+        _compare(switch.exchange(send, [1, 2, 3], [5000]), expected)
+    finally:
+        switch.close()
