@@ -46,8 +46,9 @@ DOWN = "down"
 
 Direction = Literal["up", "down"]
 
-#: Default Jellyfish degree (switch-to-switch links per switch). The dissertation does not state it;
-#: see docs/topology.md for why 4 (it reproduces the stated 30 % header-size crossover best).
+#: Default Jellyfish degree (switch-to-switch links per switch). The dissertation does not state it.
+#: 255 switches need an even degree; 4 is the smallest that gives a well-meshed network and the one
+#: that reproduces its 30 % header-size crossover best (docs/delivery.md).
 JELLYFISH_DEFAULT_DEGREE = 4
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
@@ -255,10 +256,37 @@ def orient_by_layers(graph: nx.Graph) -> None:
 
 
 def central_switch(graph: nx.Graph) -> str:
-    """The switch with the highest closeness centrality in the switch graph (lowest id on ties)."""
+    """The switch with the highest closeness centrality in the switch graph (lowest id on ties).
+
+    Closeness as networkx defines it (Wasserman-Faust scaling for disconnected graphs), computed
+    with one breadth-first search per switch over plain adjacency lists, which is much faster than
+    ``nx.closeness_centrality`` on a few hundred switches.
+    """
     switches = [n for n, k in graph.nodes(data="kind") if k == SWITCH]
-    closeness = nx.closeness_centrality(graph.subgraph(switches))
-    return min(switches, key=lambda s: (-round(closeness[s], 12), graph.nodes[s]["id"]))
+    index = {s: i for i, s in enumerate(switches)}
+    adj = [[index[v] for v in graph.neighbors(s) if v in index] for s in switches]
+    n = len(switches)
+
+    def closeness(src: int) -> float:
+        dist = [-1] * n
+        dist[src] = 0
+        frontier, total, reached = [src], 0, 1
+        while frontier:
+            nxt = []
+            for u in frontier:
+                for w in adj[u]:
+                    if dist[w] < 0:
+                        dist[w] = dist[u] + 1
+                        total += dist[w]
+                        reached += 1
+                        nxt.append(w)
+            frontier = nxt
+        if total == 0 or n < 2:
+            return 0.0
+        return (reached - 1) / total * (reached - 1) / (n - 1)
+
+    scores = [closeness(i) for i in range(n)]
+    return min(switches, key=lambda s: (-round(scores[index[s]], 12), graph.nodes[s]["id"]))
 
 
 def orient_by_tree(graph: nx.Graph, name: str = "", root: str | None = None) -> Topology:

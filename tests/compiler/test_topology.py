@@ -13,6 +13,7 @@ from compiler.errors import P4subError
 from compiler.topology import (
     DOWN,
     UP,
+    central_switch,
     check_topology,
     facebook_fabric,
     fat_tree,
@@ -156,3 +157,13 @@ def test_parse_topology_arg_seed_changes_jellyfish():
 def test_parse_topology_arg_rejects_bad_specs(spec):
     with pytest.raises(P4subError):
         parse_topology_arg(spec)
+
+
+@settings(max_examples=30, deadline=None)
+@given(connected_graphs(max_nodes=20))
+def test_central_switch_is_networkx_closeness_maximum(g):
+    t = from_switch_graph(g, "random", hosts_per_switch=1)
+    closeness = nx.closeness_centrality(t.switch_graph())
+    best = max(closeness.values())
+    expected = min((s for s in t.switches() if abs(closeness[s] - best) < 1e-9), key=t.node_id)
+    assert central_switch(t.graph) == expected
