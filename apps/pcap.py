@@ -306,7 +306,8 @@ class PcapReader:
         max_cap = min(max(iface.snaplen, 65535), MAX_RECORD) if iface.snaplen else MAX_RECORD
         frac_limit = 1_000_000_000 if sec.nanosecond else 1_000_000
         cap_at = struct.Struct(order + "I").unpack_from
-        range_stop = n if self._end is None else self._end - base
+        # Records whose header starts at or after range_stop belong to the next byte range.
+        range_stop = (1 << 62) if self._end is None else self._end - base
         positions: list[int] = []
         heads: list[np.ndarray] = []
         append = positions.append

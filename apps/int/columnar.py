@@ -17,7 +17,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from apps.int.headers import DEFAULT_INT_PORT, INT_TYPE_MD
+from apps.int.headers import DEFAULT_INT_PORT, INT_TYPE_DESTINATION, INT_TYPE_MD, INT_TYPE_MX
 from apps.int.report import DEFAULT_REPORT_PORT, IN_TYPE_ETHERNET, walk_reports
 from apps.pcap import LINKTYPE_ETHERNET, DamageCounter, PcapRange, PcapReader, RecordChunk
 from apps.udp_batch import VecDamage, be_uint, decode_udp_frames, u16
@@ -46,7 +46,7 @@ def _bit(bitmap: np.ndarray, b: int) -> np.ndarray:
 
 
 def parse_int_instances(
-    arr: np.ndarray, start: np.ndarray, end: np.ndarray, damage: DamageCounter
+    arr: np.ndarray, start: np.ndarray, end: np.ndarray, damage: DamageCounter, skipped: DamageCounter | None = None
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Vectorised shim + MD + stack parse of INT-MD instances at ``arr[start:end]``.
 
@@ -57,8 +57,11 @@ def parse_int_instances(
     short = end - start < 16
     dmg.add("int_short", short)
     idx, start, end = idx[~short], start[~short], end[~short]
-    bad = (arr[start] >> 4) != INT_TYPE_MD
-    dmg.add("int_type", bad)
+    int_type = arr[start] >> 4
+    bad = int_type != INT_TYPE_MD
+    other = bad & ((int_type == INT_TYPE_DESTINATION) | (int_type == INT_TYPE_MX))
+    VecDamage(skipped if skipped is not None else DamageCounter()).add("int_not_md", other)
+    dmg.add("int_type", bad & ~other)
     idx, start, end = idx[~bad], start[~bad], end[~bad]
     length = arr[start + 1].astype(np.int64)
     stack_end = start + 4 + 4 * length
@@ -164,7 +167,7 @@ def decode_int_hops(
     rec_a, rep_a, start_a, end_a, dst_a = (np.concatenate(x) for x in (rec, rep, start, end, dst))
     order = np.lexsort((rep_a, rec_a))  # file order: packet, then report within the packet
     rec_a, rep_a, start_a, end_a, dst_a = rec_a[order], rep_a[order], start_a[order], end_a[order], dst_a[order]
-    inst, cols = parse_int_instances(arr, start_a, end_a, damage)
+    inst, cols = parse_int_instances(arr, start_a, end_a, damage, skip)
     r = rec_a[inst]
     cols["ipv4.dst_addr"] = dst_a[inst].astype(np.uint32)
     cols["packet_index"] = r + chunk.first_index

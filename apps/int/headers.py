@@ -91,10 +91,14 @@ def encode_int_md(md: IntMd) -> bytes:
     return shim + _MD.pack(word0, h.instruction_bitmap, h.domain_specific_id, h.ds_instruction, h.ds_flags) + stack
 
 
-def decode_int_md(data: bytes | memoryview, offset: int, end: int, damage: DamageCounter) -> tuple[IntMd, int] | None:
+def decode_int_md(
+    data: bytes | memoryview, offset: int, end: int, damage: DamageCounter, skipped: DamageCounter | None = None
+) -> tuple[IntMd, int] | None:
     """Decode shim + MD + stack at ``data[offset:end]``; return it and the offset after the stack.
 
-    None (with damage counted) when the bytes are not a usable INT-MD instance.
+    None when the bytes are not a usable INT-MD instance: damage is counted, except for the
+    other INT types (INT-Destination, INT-MX), which are well-formed but carry no stack and
+    are counted in ``skipped`` as ``int_not_md``.
     """
     if end - offset < SHIM_SIZE + MD_HEADER_SIZE:
         damage.add("int_short")
@@ -103,7 +107,11 @@ def decode_int_md(data: bytes | memoryview, offset: int, end: int, damage: Damag
     int_type, npt = b0 >> 4, (b0 >> 2) & 3
     shim_value = int.from_bytes(data[offset + 2 : offset + 4], "big")
     if int_type != INT_TYPE_MD:
-        damage.add("int_type")
+        if int_type in (INT_TYPE_DESTINATION, INT_TYPE_MX):
+            if skipped is not None:
+                skipped.add("int_not_md")
+        else:
+            damage.add("int_type")
         return None
     stack_end = offset + SHIM_SIZE + 4 * length
     if 4 * length < MD_HEADER_SIZE or stack_end > end:

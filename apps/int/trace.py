@@ -62,8 +62,10 @@ def build_report_frame(report: TelemetryReport, endpoints: UdpEndpoints, ident: 
     return build_udp_frame(encode_report(report), endpoints, ident, udp_checksum)
 
 
-def decode_int_payload(payload: memoryview | bytes, damage: DamageCounter) -> tuple[IntMd, bytes] | None:
-    out = decode_int_md(payload, 0, len(payload), damage)
+def decode_int_payload(
+    payload: memoryview | bytes, damage: DamageCounter, skipped: DamageCounter | None = None
+) -> tuple[IntMd, bytes] | None:
+    out = decode_int_md(payload, 0, len(payload), damage, skipped)
     if out is None:
         return None
     md, end = out
@@ -113,7 +115,7 @@ class IntTraceReader:
                     continue
                 payload = memoryview(rec.data)[udp.payload_offset : udp.payload_offset + udp.payload_len]
                 if udp.dst_port in self.int_ports:
-                    out = decode_int_payload(payload, self.damage)
+                    out = decode_int_payload(payload, self.damage, self.skipped)
                     if out is not None:
                         yield IntRecord(i, 0, rec.timestamp_ns, udp.src_ip, udp.dst_ip, udp.src_port, udp.dst_port,
                                         out[0], out[1], rec.orig_len)
@@ -138,7 +140,7 @@ class IntTraceReader:
             if udp.dst_port not in self.int_ports:
                 self.skipped.add("report_without_int")
                 continue
-            out = decode_int_payload(memoryview(inner)[udp.payload_offset : udp.payload_offset + udp.payload_len], self.damage)
+            out = decode_int_payload(memoryview(inner)[udp.payload_offset : udp.payload_offset + udp.payload_len], self.damage, self.skipped)
             if out is not None:
                 yield IntRecord(index, k, ts, udp.src_ip, udp.dst_ip, udp.src_port, udp.dst_port,
                                 out[0], out[1], packet_len, report.group, r)

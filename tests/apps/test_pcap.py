@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from apps.pcap import (
@@ -149,6 +149,7 @@ def test_pcapng_blocks_resolutions_and_interfaces(tmp_path: Path, order: str) ->
     chunk=st.sampled_from([4096, 5000, 1 << 16]),
     nano=st.booleans(),
 )
+@example(sizes=[0, 0, 0, 0, 0, 0, 0, 1856, 3000, 0], chunk=5000, nano=False)  # a record ending a chunk exactly
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_read_of_write_is_identity_for_any_chunk_size(tmp_path: Path, sizes: list[int], chunk: int, nano: bool) -> None:
     recs = [(BASE_NS + 1000 * i, bytes([i % 256]) * s) for i, s in enumerate(sizes)]

@@ -151,7 +151,10 @@ def test_damaged_stacks_are_counted_not_raised() -> None:
 
     assert reason(good[:15]) == {"int_short": 1}
     assert reason(good[:-1]) == {"int_length": 1}  # stack runs past the packet
-    assert reason(bytes([0x34]) + good[1:]) == {"int_type": 1}  # INT-MX, not INT-MD
+    assert reason(bytes([0x04]) + good[1:]) == {"int_type": 1}  # type 0 is not an INT type
+    skipped = DamageCounter()
+    mx = bytes([0x34]) + good[1:]  # INT-MX: well-formed, but no stack to read
+    assert decode_int_md(mx, 0, len(mx), DamageCounter(), skipped) is None and skipped.counts == {"int_not_md": 1}
     assert reason(good[:1] + bytes([2]) + good[2:]) == {"int_length": 1}  # shorter than the MD header
     assert reason(good[:4] + bytes([0x10]) + good[5:]) == {"int_version": 1}
     small_ml = bytearray(good)

@@ -153,8 +153,10 @@ def test_corrupted_trace_is_read_to_the_end_and_both_readers_agree(traces: dict[
             if f:
                 f[where % len(f)] ^= 1 << bit
         else:  # rewrite INT fields of a direct packet and its checksums stay valid via scapy
+            if kind != "direct" or len(f) < 14 + 20 + 8 + 16:
+                continue
             pkt = scapy.Ether(bytes(f))
-            if kind != "direct" or scapy.UDP not in pkt or len(bytes(pkt[scapy.UDP].payload)) < 16:
+            if scapy.UDP not in pkt or len(bytes(pkt[scapy.UDP].payload)) < 16:
                 continue
             payload = bytearray(bytes(pkt[scapy.UDP].payload))
             if how == "shim_len":
@@ -171,6 +173,7 @@ def test_corrupted_trace_is_read_to_the_end_and_both_readers_agree(traces: dict[
     reader = IntTraceReader(path)
     assert _rows(cols) == _per_packet_rows(reader)
     assert batch_reader.damage.counts == reader.damage.counts
+    assert batch_reader.skipped.counts == reader.skipped.counts
     if not edits:
         assert reader.damage.total == 0
 
