@@ -1,6 +1,6 @@
 """Encode and decode throughput of the ITCH and INT trace codecs.
 
-    nice .venv/bin/python benchmarks/bench_codecs.py                 # 10M ITCH messages, 1M INT packets
+    nice .venv/bin/python benchmarks/bench_codecs.py                 # 10M ITCH messages, 200k INT packets
     nice .venv/bin/python benchmarks/bench_codecs.py --messages 1000000 --int-packets 100000
 
 Prints one line per measurement (wall-clock, single process). The machine is shared, so read
@@ -125,7 +125,7 @@ def bench_int(workdir: Path, packets: int, seed: int) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=10_000_000, help="ITCH feed size (10M)")
-    ap.add_argument("--int-packets", type=int, default=1_000_000, help="INT trace size (1M)")
+    ap.add_argument("--int-packets", type=int, default=200_000, help="INT trace size (200k)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workdir", help="where to write the traces (a temporary directory)")
     ap.add_argument("--keep", action="store_true", help="keep the traces")
