@@ -65,6 +65,8 @@ def plot(report: dict, outdir: Path) -> list[Path]:
 
     schemes = list(dict.fromkeys(r["scheme"] for r in report["results"]))
     markers = "osD^v<>px*hH+"
+    palette = plt.get_cmap("tab20").colors
+    colours = [palette[(2 * i) % 20 + (2 * i) // 20] for i in range(20)]  # dark shades first
     paths = []
     for stem, metric, ylabel, title, figure, log in FIGURES:
         fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -76,7 +78,8 @@ def plot(report: dict, outdir: Path) -> list[Path]:
                 continue
             if log and not any(y > 0 for y in ys):
                 continue
-            ax.plot(xs, ys, marker=markers[i % len(markers)], markersize=4, label=name)
+            ax.plot(xs, ys, marker=markers[i % len(markers)], markersize=4, label=name,
+                    color=colours[i % len(colours)], linestyle="-" if i < 10 else "--")
         ax.set_xlabel("subscribers (% of hosts)")
         ax.set_ylabel(ylabel)
         if log:
