@@ -11,12 +11,14 @@ with explicit switch ids no subtree markers are needed).
 Layout: a tree label is ``(0, tree id)``; switch id 0 is reserved, so no tag bit is needed. Hop
 labels follow the tree label in preorder of the delivery tree.
 
-Switch behaviour (the flow chart of Fig. 4.4): the original reads every label in turn (tree labels
-persist because downstream switches need them). A tree label loads the stored mask of that tree
-for this switch, an own hop label its own mask; each set bit costs a pass that finds it
-(``extract_port``) and clones to that port, never to the ingress port nor twice to one port.
-Clones remove this switch's hop labels before they leave, which takes one pass per label they
-carry. Pruning is therefore limited: other switches' hop labels travel the whole tree.
+Switch behaviour: the dissertation's "batch stack scanning" variant (end of §4.3.2), chosen
+because it never clones twice to one port and its clones need no pruning of their own. The
+original reads every label in turn, one pass each (``check_tree`` / ``check_hop``): a tree label
+ORs the stored mask of that tree for this switch into the metadata mask and stays (downstream
+switches need it); an own hop label ORs its bitmask in and is removed. Then one pass per set bit
+finds the port (``extract_port``) and clones to it, never to the ingress port. Every clone leaves
+with the stack as it stands after the scan: this switch's hop labels gone, everything else kept,
+so pruning is limited: other switches' hop labels travel the whole tree.
 
 In the evaluation the stored tree is the delivery tree pruned to a share of the receivers (the
 stable ones; ``static_share``, 0.7 gives the dissertation's 30:70 dynamic:static mix) and is
@@ -140,42 +142,26 @@ class StoredTreeHybrid(HeaderStackEncoding):
     def process(self, switch, in_port, ids, values, cost: SwitchCost):
         sid = self.sid[switch]
         n = len(ids)
-        have = self.port_set[switch]
-        in_bit = 1 << (in_port - 1) if in_port >= 1 else 0
-        keep = [k for k in range(n) if ids[k] != sid]
-        served = 0
-        passes = 0
-        own_seen = 0
-        out = []
-        for i in range(n):
-            cost.lookups += 1  # check_tree or check_hop
+        mask = 0
+        for i in range(n):  # the scan: one pass per label
             if ids[i] == TREE_LABEL:
-                mask = self.stored.get((values[i], switch), 0)
+                mask |= self.stored.get((values[i], switch), 0)
             elif ids[i] == sid:
-                mask = values[i]
+                mask |= values[i]
+        cost.lookups += n
+        if in_port >= 1:
+            mask &= ~(1 << (in_port - 1))
+        ports = []
+        for p in ports_of(mask):
+            if p in self.port_set[switch]:
+                ports.append(p)
             else:
-                mask = 0
-            ports = []
-            for p in ports_of(mask & ~in_bit & ~served):
-                if p in have:
-                    ports.append(p)
-                else:
-                    cost.drop("bad-port")
-            if not ports:
-                passes += 1
-            for p in ports:
-                served |= 1 << (p - 1)
-                cost.lookups += 1  # extract_port
-                carried = n - own_seen  # the clone's stack when made: earlier own hop labels are gone
-                cost.lookups += 2 * carried  # the clone's scan: check_hop and recirculate per label
-                cost.recirculations += carried
-                out.append((p, keep, passes + carried))
-                passes += 1
-            if ids[i] == sid:
-                own_seen += 1
-        cost.lookups += passes - 1
+                cost.drop("bad-port")
+        keep = [k for k in range(n) if ids[k] != sid]
+        passes = n + len(ports)
+        cost.lookups += len(ports) + (passes - 1)  # extract_port per clone, recirculate between passes
         cost.recirculations += passes - 1
-        return out
+        return [(p, keep, n + t) for t, p in enumerate(ports)]
 
     def tables(self, switch: str) -> tuple[list[TableEntry], int]:
         sid = self.sid[switch]

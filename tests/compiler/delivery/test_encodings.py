@@ -246,3 +246,26 @@ def test_encode_and_table_entries_api():
     assert entries["e1_1"].entries[0].match == (("entry.device", 1),)
     with pytest.raises(P4subError):
         encode(t, "e1_1", ["h16"], "unicast")
+
+
+def test_hybrid_scans_the_whole_stack_then_clones_once_per_port():
+    t = fat_tree(4)
+    enc = StoredTreeHybrid(t)
+    tree = steiner_tree(t, "e1_1", ["h2", "h5", "h9"])
+    enc.install(3, prune(tree, t, ["h5"]))
+    stack = enc.encode_tree(tree)
+    ids, _ = enc.layout.unpack(stack[2:])
+    assert ids[0] == 0 and len(ids) >= 2  # the tree label first, then hop labels
+    cost = SwitchCost()
+    in_port = t.host_attachment("h1")[1]
+    out = enc.forward("e1_1", in_port, attach_stack(PAYLOAD_FRAME, stack), cost)
+    n, m = len(ids), len(out)
+    assert sorted(p for p, _ in out) == list(tree.ports("e1_1"))
+    assert cost.recirculations == n + m - 1
+    assert cost.circulations == [n + t for t in range(m)]
+    own = enc.sid["e1_1"]
+    for p, frame in out:
+        if p not in t.host_ports("e1_1"):
+            count = int.from_bytes(frame[16:18], "big")
+            left, _ = enc.layout.unpack(frame[18 : 18 + count * enc.layout.size])
+            assert own not in left and 0 in left
