@@ -1,0 +1,319 @@
+"""Routing on subscriptions: Camus Algorithm 1 (CoNEXT'20 §4) over any up/down-oriented topology.
+
+A routing policy gives every port ``p`` of every switch ``s`` a filter set ``F_p^s``; the switch
+sends a packet out of every port other than its ingress port whose set matches it. The up ports of
+a switch count as one *logical up port* (:data:`UP_PORT` in the per-switch rules): a packet that
+arrived on an up port never goes up again, and one that goes up leaves on one physical up port,
+chosen per packet (docs/routing.md says how; :func:`lower_up_port` is the static fallback for
+pipelines a target must run without a hash primitive).
+
+* down port ``d`` (towards hosts below): the exact union of the subscriptions of the hosts below
+  ``d`` (both policies);
+* logical up port: ``true`` under the memory-reducing policy (MR); under the traffic-reducing
+  policy (TR) the exact union of the subscriptions of every host reachable through the up ports.
+
+Algorithm 1 as printed builds TR's ``F_up^s`` from the down ports of the first up neighbour only,
+which misses hosts two levels away (other pods of a fat tree); here ``F_up^s`` covers every host
+the up ports reach, which is what the paper's text defines ("the exact set of packets that are of
+interest to hosts reachable through the up port").
+
+α discretisation (:mod:`compiler.approximate`) applies to every port that leads to a switch,
+never to a port that leads straight to a host, so hosts receive exactly what they subscribed to.
+
+Routing is correct when the orientation is *tree-like* (as fat trees, leaf-spine and Facebook
+fabrics, and every tree orientation, are): all up ports of a switch reach the same hosts, the down
+ports of a switch reach disjoint hosts, and every host is either below a switch or reachable
+through its up ports. :func:`check_routable` refuses topologies that break this, naming the switch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Iterable, Literal, Mapping
+
+from compiler import ir
+from compiler import rules as ast
+from compiler.approximate import Alpha, approximate
+from compiler.errors import P4subError
+from compiler.spec import QueryField
+from compiler.topology import Topology
+
+#: The port number the per-switch rules use for the logical up port. Switch ports start at 1, so 0
+#: never names a physical port; :func:`lower_up_port` (or the network stage of the target) replaces it.
+UP_PORT = 0
+
+Policy = Literal["mr", "tr"]
+POLICIES = ("mr", "tr")
+
+
+@dataclass(frozen=True)
+class Orientation:
+    """Who is where, as bitmasks over hosts (bit ``i`` is ``topology.hosts()[i]``).
+
+    ``below[s]``: hosts reachable from ``s`` through down ports only. ``port_below[s][p]``: those
+    behind down port ``p``. ``up_reach[s]``: hosts reachable through the logical up port.
+    """
+
+    hosts: tuple[str, ...]
+    below: dict[str, int]
+    port_below: dict[str, dict[int, int]]
+    up_reach: dict[str, int]
+
+    @property
+    def all_hosts(self) -> int:
+        return (1 << len(self.hosts)) - 1
+
+    def names(self, mask: int) -> list[str]:
+        return [h for i, h in enumerate(self.hosts) if mask >> i & 1]
+
+
+@dataclass(frozen=True)
+class SwitchRules:
+    """What one switch stores: its rules over its ports (:data:`UP_PORT` for the logical up port)."""
+
+    switch: str
+    layer: int
+    rules: ast.RuleSet
+    up_ports: tuple[int, ...]
+    down_ports: tuple[int, ...]
+    host_ports: tuple[int, ...]
+
+
+def orientation(topology: Topology) -> Orientation:
+    """Compute (and cache on the topology) the host sets below and above every switch."""
+    cached = topology.cache.get("routing.orientation")
+    if cached is not None:
+        return cached
+    hosts = tuple(topology.hosts())
+    bit = {h: 1 << i for i, h in enumerate(hosts)}
+    switches = topology.switches()
+    port_below: dict[str, dict[int, int]] = {s: {} for s in switches}
+    below: dict[str, int] = {}
+    for s in sorted(switches, key=topology.layer):  # bottom up: children have lower layers
+        total = 0
+        for p in topology.down_ports(s):
+            child, _ = topology.peer(s, p)
+            if topology.is_switch(child) and child not in below:
+                raise P4subError(f"switch {s!r} (layer {topology.layer(s)}) has a down port to {child!r}, "
+                                 f"which is not below it (layer {topology.layer(child)})")
+            mask = bit[child] if not topology.is_switch(child) else below[child]
+            port_below[s][p] = mask
+            total |= mask
+        below[s] = total
+    up_reach: dict[str, int] = {}
+    for s in sorted(switches, key=lambda n: -topology.layer(n)):  # top down: parents first
+        reach = None
+        for p in topology.up_ports(s):
+            parent, q = topology.peer(s, p)
+            via = up_reach[parent]
+            for d, mask in port_below[parent].items():
+                if d != q:
+                    via |= mask
+            if reach is not None and via != reach:
+                raise P4subError(f"switch {s!r}: its up ports reach different hosts (port {p} differs from "
+                                 f"port {topology.up_ports(s)[0]}); routing needs a tree-like orientation")
+            reach = via
+        up_reach[s] = reach or 0
+    result = Orientation(hosts, below, port_below, up_reach)
+    check_routable(topology, result)
+    topology.cache["routing.orientation"] = result
+    return result
+
+
+def check_routable(topology: Topology, orient: Orientation) -> None:
+    """Raise unless down ports are disjoint and every host is below or above every switch."""
+    everyone = orient.all_hosts
+    for s in topology.switches():
+        seen = 0
+        for p, mask in orient.port_below[s].items():
+            if seen & mask:
+                raise P4subError(f"switch {s!r}: down port {p} reaches hosts another down port reaches "
+                                 f"({', '.join(orient.names(seen & mask)[:3])}); they would get duplicates")
+            seen |= mask
+        if orient.below[s] & orient.up_reach[s]:
+            both = orient.names(orient.below[s] & orient.up_reach[s])
+            raise P4subError(f"switch {s!r}: hosts {', '.join(both[:3])} are both below it and reachable "
+                             "through its up ports; they would get duplicates")
+        missing = everyone & ~(orient.below[s] | orient.up_reach[s])
+        if missing:
+            raise P4subError(f"switch {s!r} cannot reach hosts {', '.join(orient.names(missing)[:3])} "
+                             "through the orientation (up then down); routing would lose their packets")
+
+
+def port_towards(topology: Topology, orient: Orientation) -> dict[str, dict[str, int]]:
+    """``switch -> host -> port`` the switch uses towards the host (:data:`UP_PORT` when it is above)."""
+    out: dict[str, dict[str, int]] = {}
+    for s in topology.switches():
+        table: dict[str, int] = {}
+        for p, mask in orient.port_below[s].items():
+            for h in orient.names(mask):
+                table[h] = p
+        for h in orient.names(orient.up_reach[s]):
+            table[h] = UP_PORT
+        out[s] = table
+    return out
+
+
+def filter_sets(topology: Topology, rules: ast.RuleSet, policy: Policy = "tr") -> dict[str, dict[int, list[ast.Filter]]]:
+    """Algorithm 1's output: ``switch -> port -> F_p^s`` (distinct filters, first-seen order).
+
+    ``rules`` are network rules whose ``fwd`` ports are host ids (:mod:`compiler.network_rules`).
+    The logical up port is :data:`UP_PORT`; under MR it holds ``[true]``.
+    """
+    per_switch = _port_sets(topology, rules, policy, Alpha(), {})
+    return {s: _by_port(rs) for s, rs in per_switch.items()}
+
+
+def route(topology: Topology, rules: ast.RuleSet, fields: Mapping[str, QueryField], policy: Policy = "tr",
+          alpha: Alpha = Alpha()) -> dict[str, SwitchRules]:
+    """Per-switch rule sets realising ``policy`` (``"mr"`` or ``"tr"``), with α on switch-facing ports.
+
+    ``fields`` are the attribute infos from type checking the network rules against the spec
+    (:func:`compiler.typecheck.check_rules`); α needs them to know widths, scales and match kinds.
+    Cost: O(rules x switches) dictionary updates, plus one approximation per distinct filter.
+    """
+    if policy not in POLICIES:
+        raise P4subError(f"unknown routing policy {policy!r}; expected one of {', '.join(POLICIES)}")
+    per_switch = _port_sets(topology, rules, policy, alpha, fields)
+    out = {}
+    for s in topology.switches():
+        host_ports = topology.host_ports(s)
+        out[s] = SwitchRules(s, topology.layer(s), ast.RuleSet(per_switch[s], f"{rules.path}@{s}"),
+                             topology.up_ports(s), tuple(p for p in topology.down_ports(s) if p not in host_ports),
+                             host_ports)
+    return out
+
+
+def _port_sets(topology: Topology, rules: ast.RuleSet, policy: Policy, alpha: Alpha,
+               fields: Mapping[str, QueryField]) -> dict[str, tuple[ast.Rule, ...]]:
+    orient = orientation(topology)
+    towards = port_towards(topology, orient)
+    host_name = {topology.node_id(h): h for h in orient.hosts}
+    host_ports = {s: set(topology.host_ports(s)) for s in topology.switches()}
+    # Filters are interned to small ints once per rule, so the per-switch tables hash ints, not trees.
+    ids: dict[ast.Filter, int] = {}
+    filters: list[ast.Filter] = []
+    locations: list[object] = []
+    approx_of: dict[int, int] = {}
+
+    def intern(f: ast.Filter, location: object) -> int:
+        fid = ids.get(f)
+        if fid is None:
+            fid = ids[f] = len(filters)
+            filters.append(f)
+            locations.append(location)
+        return fid
+
+    acc: dict[str, dict[int, set[int]]] = {s: {} for s in topology.switches()}
+    for rule in rules:
+        hosts = []
+        for hid in rule.ports:
+            if hid not in host_name:
+                raise P4subError(f"rule forwards to host id {hid}, which {topology.name or 'the topology'} lacks",
+                                 rule.location)
+            hosts.append(host_name[hid])
+        if not hosts:
+            continue
+        exact_id = intern(rule.filter, rule.location)
+        approx_id = None
+        for s, table in towards.items():
+            exact_ports: set[int] = set()
+            net_ports: set[int] = set()
+            for h in hosts:
+                p = table.get(h)
+                if p is None or (p == UP_PORT and policy == "mr"):
+                    continue
+                (exact_ports if p in host_ports[s] else net_ports).add(p)
+            if exact_ports:
+                _add(acc[s], exact_id, exact_ports)
+            if net_ports:
+                if approx_id is None:
+                    approx_id = approx_of.get(exact_id)
+                    if approx_id is None:
+                        approx_id = approx_of[exact_id] = intern(approximate(rule.filter, alpha, fields), rule.location)
+                _add(acc[s], approx_id, net_ports)
+    if policy == "mr":
+        true_id = intern(ast.Const(True), None)
+        for s in topology.switches():
+            if orient.up_reach[s] and topology.up_ports(s):
+                _add(acc[s], true_id, {UP_PORT})
+    return {s: tuple(ast.Rule(filters[f], (ast.Forward(tuple(sorted(ports))),), locations[f])
+                     for f, ports in table.items())
+            for s, table in acc.items()}
+
+
+def _add(table: dict[int, set[int]], fid: int, ports: set[int]) -> None:
+    found = table.get(fid)
+    if found is None:
+        table[fid] = set(ports)
+    else:
+        found.update(ports)
+
+
+def _by_port(rules: Iterable[ast.Rule]) -> dict[int, list[ast.Filter]]:
+    out: dict[int, list[ast.Filter]] = {}
+    for r in rules:
+        for p in r.ports:
+            out.setdefault(p, []).append(r.filter)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# The logical up port in a compiled pipeline
+# ------------------------------------------------------------------------------------------------
+
+
+def lower_up_port(pipeline: ir.Pipeline, up_ports: tuple[int, ...]) -> ir.Pipeline:
+    """Replace :data:`UP_PORT` in a pipeline's leaf entries by physical up ports, statically.
+
+    The IR has no hash primitive, so a target that renders the IR as is cannot pick the up port per
+    packet. This spreads the choice over the *leaf states* instead (state ``s`` uses
+    ``up_ports[s % n]``): every packet of one subscription class leaves on the same up port, and
+    different classes use different ports. Multicast groups that hold the marker get one variant per
+    up port actually used (new ids after the existing ones). A switch without up ports must not
+    forward to the marker (routing never makes it do so).
+    """
+    leaf_tables = {t.name for t in pipeline.tables if t.role == "leaf"}
+    groups = {g.id: g for g in pipeline.multicast_groups}
+    if not up_ports:
+        if any(UP_PORT in g.ports for g in groups.values()) or any(
+                e.table in leaf_tables and e.action == "forward" and e.args == (UP_PORT,) for e in pipeline.entries):
+            raise P4subError("the pipeline forwards to the logical up port, but the switch has no up ports")
+        return pipeline
+    variants: dict[tuple[int, int], int] = {}
+    next_id = max(groups, default=0) + 1
+    new_groups = list(pipeline.multicast_groups)
+    entries = []
+    for e in pipeline.entries:
+        if e.table not in leaf_tables:
+            entries.append(e)
+            continue
+        action = pipeline.action(e.action)
+        state = e.matches[0].value if e.matches and isinstance(e.matches[0], ir.Exact) else 0
+        choice = up_ports[state % len(up_ports)]
+        args = list(e.args)
+        bound = {p.name: i for i, p in enumerate(action.params)}
+        for prim in action.body:
+            if prim.op == "set_egress_port" and args[bound[prim.args[0]]] == UP_PORT:
+                args[bound[prim.args[0]]] = choice
+            elif prim.op == "set_mcast_group":
+                gid = args[bound[prim.args[0]]]
+                if UP_PORT in groups[gid].ports:
+                    key = (gid, choice)
+                    if key not in variants:
+                        ports = tuple(sorted({p for p in groups[gid].ports if p != UP_PORT} | {choice}))
+                        variants[key] = next_id
+                        new_groups.append(ir.MulticastGroup(next_id, ports))
+                        next_id += 1
+                    args[bound[prim.args[0]]] = variants[key]
+        entries.append(ir.Entry(e.table, e.matches, e.action, tuple(args), e.priority))
+    used = {g for e in entries if e.table in leaf_tables for g in _groups_of(pipeline, e)}
+    kept = tuple(g for g in new_groups if g.id in used)
+    return dataclasses.replace(pipeline, entries=tuple(entries), multicast_groups=kept)
+
+
+def _groups_of(pipeline: ir.Pipeline, entry: ir.Entry) -> list[int]:
+    action = pipeline.action(entry.action)
+    bound = {p.name: i for i, p in enumerate(action.params)}
+    return [entry.args[bound[prim.args[0]]] for prim in action.body if prim.op == "set_mcast_group"]
