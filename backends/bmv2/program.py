@@ -207,7 +207,8 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         if any(g.id == UNION_GROUP for g in pipeline.multicast_groups):
             raise ResourceError(f"bmv2: multicast group id {UNION_GROUP} is reserved for the batched path")
         ports = leaf_ports(pipeline)
-        union = ir.MulticastGroup(UNION_GROUP, ports) if ports else ir.MulticastGroup(UNION_GROUP, ())
+        # With no port to send to, every message's code is 0 and the union path is never taken.
+        union = ir.MulticastGroup(UNION_GROUP, ports) if ports else None
         rows = [(CODE_GROUP | g.id, p) for g in pipeline.multicast_groups for p in g.ports]
         size = max(64, len(rows))
         for j in range(layout.depth):

@@ -61,12 +61,13 @@ def _has_p4runtime_shell(python: str) -> bool:
 
 def find_p4rt_python(explicit: str | None = None) -> str:
     """The first interpreter that can import p4runtime-shell (see the module docstring), or TargetError."""
-    candidates = [explicit, os.environ.get("P4SUB_P4RT_PYTHON"), sys.executable, str(DEFAULT_VENV_PYTHON)]
-    for c in candidates:
+    if explicit:
+        if Path(explicit).exists() and _has_p4runtime_shell(explicit):
+            return explicit
+        raise TargetError(f"{explicit} cannot import p4runtime_sh.\n{HOW_TO_GET}")
+    for c in (os.environ.get("P4SUB_P4RT_PYTHON"), sys.executable, str(DEFAULT_VENV_PYTHON)):
         if c and Path(c).exists() and _has_p4runtime_shell(c):
             return c
-    if explicit:
-        raise TargetError(f"{explicit} cannot import p4runtime_sh.\n{HOW_TO_GET}")
     raise TargetError(HOW_TO_GET)
 
 
