@@ -1,0 +1,250 @@
+"""Compile a whole network: route the host subscriptions, then compile every switch on its own.
+
+Per-switch compiles share nothing, so they run in parallel: a process pool by default, or Spark
+when a master URL is given (each task compiles one switch and writes its directory; the driver
+only collects the statistics). The biggest rule sets start first, so the pool drains evenly.
+
+The output directory (read back by :mod:`runtime.netsim`)::
+
+    OUT/network.json        topology, port maps, hosts, policy, α, the up-port convention
+    OUT/topology.topo       the topology, exactly (compiler.topology_file)
+    OUT/hosts.rules         the network rules with host ids as fwd ports (ground truth for netsim)
+    OUT/stats.json          entries, table bits and compile seconds per switch, per layer, totals
+    OUT/<switch>/rules.sub  the switch's rules (port 0 = the logical up port)
+    OUT/<switch>/pipeline.json   its Pipeline IR, the logical up port still port 0
+    OUT/<switch>/stats.json
+    OUT/<switch>/...        with a target: what backends.<target>.emit writes for the pipeline
+                            with the up port lowered statically (compiler.routing.lower_up_port)
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from compiler import ir
+from compiler import rules as ast
+from compiler.approximate import Alpha, check_alpha
+from compiler.compile import CompileOptions, compile_rules
+from compiler.errors import P4subError
+from compiler.routing import UP_PORT, SwitchRules, lower_up_port, route
+from compiler.spec import Spec
+from compiler.topology import Topology
+from compiler.topology_file import write_topology
+from compiler.typecheck import check_rules
+
+LAYER_NAMES = {1: "edge", 2: "aggregation", 3: "core"}
+HOST_ID_BITS = 32  # network rules forward to host ids, not to 9-bit ports
+
+
+@dataclass(frozen=True)
+class SwitchTask:
+    """Everything one worker needs (picklable)."""
+
+    rules: SwitchRules
+    spec: Spec
+    options: CompileOptions
+    out_dir: str | None
+    target: str | None
+
+
+@dataclass
+class NetworkResult:
+    stats: dict[str, Any]
+    pipelines: dict[str, ir.Pipeline] = field(default_factory=dict)
+
+
+def layer_name(layer: int, top: int) -> str:
+    """``edge``/``aggregation``/``core`` in three-tier networks, ``leaf``/``spine`` in two-tier ones, else ``layer<N>``."""
+    if top == 3:
+        return LAYER_NAMES[layer]
+    if top == 2:
+        return "leaf" if layer == 1 else "spine"
+    return f"layer{layer}"
+
+
+def compile_switch(task: SwitchTask, keep_pipeline: bool = False) -> dict[str, Any]:
+    """Compile one switch's rules; write its directory when ``task.out_dir`` is set."""
+    sr = task.rules
+    compiled = compile_rules(task.spec, sr.rules, task.options)
+    stats = dict(compiled.stats)
+    stats.update(switch=sr.switch, layer=sr.layer, rules=len(sr.rules), up_ports=list(sr.up_ports))
+    if task.out_dir is not None:
+        out = Path(task.out_dir) / sr.switch
+        out.mkdir(parents=True, exist_ok=True)
+        if task.target:
+            backend = importlib.import_module(f"backends.{task.target}")
+            backend.emit(lower_up_port(compiled.pipeline, sr.up_ports), out)
+        ir.save(compiled.pipeline, out / "pipeline.json")
+        header = (f"# rules of switch {sr.switch} (layer {sr.layer}); port {UP_PORT} is the logical up port "
+                  f"(physical up ports {', '.join(map(str, sr.up_ports)) or 'none'})\n")
+        (out / "rules.sub").write_text(header + str(sr.rules), encoding="utf-8")
+        (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+    if keep_pipeline:
+        stats["_pipeline"] = compiled.pipeline
+    return stats
+
+
+def _run_task(task: SwitchTask) -> dict[str, Any]:
+    try:
+        return compile_switch(task)
+    except P4subError as exc:  # carried back as data: exceptions with locations pickle poorly across Spark
+        return {"switch": task.rules.switch, "error": str(exc)}
+
+
+def compile_network(
+    topology: Topology,
+    rules: ast.RuleSet,
+    spec: Spec,
+    *,
+    policy: str = "tr",
+    alpha: Alpha = Alpha(),
+    options: CompileOptions = CompileOptions(),
+    out_dir: str | Path | None = None,
+    target: str | None = None,
+    jobs: int | None = None,
+    master: str | None = None,
+    keep_pipelines: bool = False,
+) -> NetworkResult:
+    """Route ``rules`` (host-id network rules) over ``topology`` and compile every switch.
+
+    ``jobs``: worker processes (default: CPU count; 1 compiles in this process). ``master``: a
+    Spark master URL (``local[2]``, ``spark://...``) to compile on Spark instead. With
+    ``keep_pipelines`` (in-process only) the pipelines are returned too, and nothing need be written.
+    """
+    start = time.perf_counter()
+    typed = check_rules(rules, spec, port_bits=HOST_ID_BITS)
+    check_alpha(alpha, typed.fields)
+    per_switch = route(topology, rules, typed.fields, policy, alpha)
+    route_seconds = time.perf_counter() - start
+    out = str(out_dir) if out_dir is not None else None
+    if target:
+        try:
+            importlib.import_module(f"backends.{target}")
+        except ImportError as exc:
+            raise P4subError(f"--target {target}: the backend cannot be loaded ({exc})") from None
+    tasks = sorted((SwitchTask(sr, spec, options, out, target) for sr in per_switch.values()),
+                   key=lambda t: -len(t.rules.rules))
+    compile_start = time.perf_counter()
+    pipelines: dict[str, ir.Pipeline] = {}
+    if keep_pipelines:
+        if master:
+            raise P4subError("pipelines are kept only for in-process compiles (no --master)")
+        results = []
+        for t in tasks:
+            r = compile_switch(t, keep_pipeline=True)
+            pipelines[r["switch"]] = r.pop("_pipeline")
+            results.append(r)
+    elif master:
+        results = _on_spark(tasks, master)
+    elif (jobs or os.cpu_count() or 1) <= 1 or len(tasks) <= 1:
+        results = [_run_task(t) for t in tasks]
+    else:
+        with ProcessPoolExecutor(max_workers=jobs or os.cpu_count()) as pool:
+            results = list(pool.map(_run_task, tasks))
+    errors = [r for r in results if "error" in r]
+    if errors:
+        raise P4subError("; ".join(f"switch {r['switch']}: {r['error']}" for r in errors[:5]))
+    wall = time.perf_counter() - compile_start
+    stats = network_stats(topology, results, policy=policy, alpha=alpha, route_seconds=route_seconds,
+                          compile_wall_seconds=wall, rules=len(rules))
+    if out is not None:
+        write_network(Path(out), topology, rules, per_switch, stats, policy, alpha, target)
+    return NetworkResult(stats, pipelines)
+
+
+def _on_spark(tasks: list[SwitchTask], master: str) -> list[dict[str, Any]]:
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise P4subError(f"--master needs pyspark ({exc})") from None
+    try:
+        session = SparkSession.builder.master(master).appName("p4sub-route").getOrCreate()
+    except Exception as exc:  # Java missing, master unreachable: the user's environment
+        raise P4subError(f"cannot start Spark at {master}: {exc}") from None
+    try:
+        rdd = session.sparkContext.parallelize(tasks, numSlices=len(tasks))
+        return rdd.map(_run_task).collect()
+    finally:
+        session.stop()
+
+
+def network_stats(topology: Topology, results: list[Mapping[str, Any]], **extra: Any) -> dict[str, Any]:
+    """Per switch, per layer (sums; the max compile time is the layer's recompile time) and totals."""
+    top = max((topology.layer(s) for s in topology.switches()), default=1)
+    switches = {}
+    layers: dict[str, dict[str, Any]] = {}
+    for r in sorted(results, key=lambda r: topology.node_id(r["switch"])):
+        s = r["switch"]
+        row = {k: r[k] for k in ("layer", "rules", "total_entries", "table_bits", "multicast_groups", "states",
+                                 "compile_seconds", "tables")}
+        switches[s] = row
+        name = layer_name(r["layer"], top)
+        agg = layers.setdefault(name, {"layer": r["layer"], "switches": 0, "rules": 0, "entries": 0, "table_bits": 0,
+                                       "multicast_groups": 0, "compile_seconds": 0.0, "max_compile_seconds": 0.0,
+                                       "max_entries": 0})
+        agg["switches"] += 1
+        agg["rules"] += r["rules"]
+        agg["entries"] += r["total_entries"]
+        agg["max_entries"] = max(agg["max_entries"], r["total_entries"])
+        agg["table_bits"] += r["table_bits"]
+        agg["multicast_groups"] += r["multicast_groups"]
+        agg["compile_seconds"] = round(agg["compile_seconds"] + r["compile_seconds"], 4)
+        agg["max_compile_seconds"] = max(agg["max_compile_seconds"], r["compile_seconds"])
+    for agg in layers.values():
+        agg["mean_entries"] = round(agg["entries"] / agg["switches"], 1)
+    totals = {
+        "switches": len(switches),
+        "entries": sum(r["total_entries"] for r in switches.values()),
+        "table_bits": sum(r["table_bits"] for r in switches.values()),
+        "multicast_groups": sum(r["multicast_groups"] for r in switches.values()),
+        "compile_seconds": round(sum(r["compile_seconds"] for r in switches.values()), 4),
+    }
+    extra = {k: (alpha_json(v) if isinstance(v, Alpha) else v) for k, v in extra.items()}
+    return {"switches": switches, "layers": dict(sorted(layers.items(), key=lambda kv: kv[1]["layer"])),
+            "totals": totals, **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in extra.items()}}
+
+
+def alpha_json(alpha: Alpha) -> dict[str, Any]:
+    return {"default": str(alpha.default) if alpha.default is not None else None,
+            "per_field": {k: str(v) for k, v in sorted(alpha.per_field.items())}}
+
+
+def write_network(out: Path, topology: Topology, rules: ast.RuleSet, per_switch: Mapping[str, SwitchRules],
+                  stats: dict[str, Any], policy: str, alpha: Alpha, target: str | None) -> None:
+    """``network.json``, ``topology.topo``, ``hosts.rules`` and ``stats.json`` (see the module docstring)."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_topology(topology, out / "topology.topo")
+    (out / "hosts.rules").write_text(
+        "# network rules; fwd ports are host ids (see network.json \"hosts\")\n" + str(rules), encoding="utf-8")
+    switches = []
+    for s in topology.switches():
+        sr = per_switch[s]
+        switches.append({
+            "name": s, "id": topology.node_id(s), "layer": topology.layer(s),
+            "ports": {str(p): list(topology.peer(s, p)) for p in topology.ports(s)},
+            "up_ports": list(sr.up_ports), "down_ports": list(sr.down_ports), "host_ports": list(sr.host_ports),
+            "dir": s,
+        })
+    hosts = []
+    for h in topology.hosts():
+        sw, port = topology.host_attachment(h)
+        hosts.append({"name": h, "id": topology.node_id(h), "switch": sw, "port": port})
+    network = {
+        "format": "p4sub-network/1",
+        "topology": topology.name, "topology_file": "topology.topo", "rules_file": "hosts.rules",
+        "policy": policy, "alpha": alpha_json(alpha), "target": target,
+        "up_port": {"marker": UP_PORT, "select": "hash",
+                    "note": "pipeline.json forwards to port 0 for the logical up port; the network stage drops "
+                            "it for packets that came in on an up port, else replaces it by one physical up port "
+                            "chosen per packet by hash; target files use lower_up_port (static per leaf state)"},
+        "switches": switches, "hosts": hosts,
+    }
+    (out / "network.json").write_text(json.dumps(network, indent=2) + "\n", encoding="utf-8")
+    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
