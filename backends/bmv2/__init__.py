@@ -44,7 +44,7 @@ def render(pipeline: ir.Pipeline, options: Bmv2Options | None = None) -> dict[st
         "layout": dataclasses.asdict(program.layout),
         "table_sizes": program.sizes,
         "union_group": UNION_GROUP if program.union_group else None,
-        "member_tables": [t.name for t in program.member_tables],
+        "extra_tables": [t.name for t in program.extra_tables],
     }
     return {
         PROGRAM: program.text,

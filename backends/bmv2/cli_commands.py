@@ -85,7 +85,7 @@ def commands(pipeline: ir.Pipeline, program: Bmv2Program) -> list[str]:
         entries = by_table.get(t.name, [])
         prio = cli_priorities(entries) if t.needs_priority else {}
         out.extend(table_add(e, t, control, prio.get(e.priority) if t.needs_priority else None) for e in entries)
-    members = {t.name: t for t in program.member_tables}
-    for e in program.member_entries:
-        out.append(table_add(e, members[e.table], V1MODEL.egress_control, None))
+    extra = {t.name: t for t in program.extra_tables}
+    for e in program.extra_entries:
+        out.append(table_add(e, extra[e.table], control, None))
     return out

@@ -125,11 +125,11 @@ def entities(pipeline: ir.Pipeline, program: Bmv2Program) -> list[dict[str, Any]
         if e.action not in table.actions or e.action not in actions:
             raise P4subError(f"entry of {e.table} uses action {e.action}, not one of {', '.join(table.actions)}")
         out.append({"table_entry": table_entry(e, table, actions[e.action], V1MODEL.ingress_control)})
-    no_action = ir.Action("NoAction")
-    member_tables = {t.name: t for t in program.member_tables}
-    for e in program.member_entries:
-        table = member_tables[e.table]
-        out.append({"table_entry": table_entry(e, table, no_action, V1MODEL.egress_control)})
+    extra_tables = {t.name: t for t in program.extra_tables}
+    extra_actions = {a.name: a for a in program.extra_actions}
+    for e in program.extra_entries:
+        out.append({"table_entry": table_entry(e, extra_tables[e.table], extra_actions[e.action],
+                                               V1MODEL.ingress_control)})
     return out
 
 

@@ -19,6 +19,7 @@ Modes (``Bmv2Options.batch``):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -29,13 +30,12 @@ from compiler import ir
 from compiler.errors import ResourceError, TargetError
 
 from backends.bmv2.target import (
-    CODE_GROUP,
-    CODE_PORT,
     RESUBMIT_FIELD_LIST,
     UNION_GROUP,
     V1MODEL,
 )
 from backends.common.controls import (
+    action_decl,
     action_decls,
     apply_statements,
     chained_tables,
@@ -65,12 +65,21 @@ from backends.common.parser import emit_statements, parser_states
 from backends.common.target import check_match_kinds
 
 BATCH_MODES = ("auto", "single", "first", "union", "prune")
-MEMBER_KEY_PORT = "standard_metadata.egress_port"
+# The batched path's table from a multicast group to its ports as a bitmap (bit p set for port p).
+PORTS_TABLE = "p4sub_group_ports"
+PORTS_ACTION = "p4sub_set_ports"
+PORTS_KEY = "standard_metadata.mcast_grp"
+PORTS_WIDTH = 1 << V1MODEL.port_width
+
+
+def port_bitmap(ports) -> int:
+    """The ports as a bitmap: bit ``p`` set for port ``p``."""
+    return sum(1 << p for p in set(ports))
 
 
 @dataclass(frozen=True)
 class Bmv2Options:
-    """How to render. ``table_sizes`` overrides the IR's sizes by table name (also the member tables)."""
+    """How to render. ``table_sizes`` overrides the IR's sizes by table name (also ``p4sub_group_ports``)."""
 
     batch: str = "auto"
     table_sizes: dict[str, int] = field(default_factory=dict)
@@ -96,8 +105,9 @@ class Bmv2Program:
     mode: str
     layout: MessageLayout
     sizes: dict[str, int]
-    member_tables: tuple[ir.Table, ...] = ()
-    member_entries: tuple[ir.Entry, ...] = ()
+    extra_tables: tuple[ir.Table, ...] = ()
+    extra_actions: tuple[ir.Action, ...] = ()
+    extra_entries: tuple[ir.Entry, ...] = ()
     union_group: ir.MulticastGroup | None = None
 
     @property
@@ -185,7 +195,7 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
               if split_field(f)[0] in stacked]
 
     sizes = {t.name: options.table_sizes.get(t.name, t.size) for t in pipeline.tables}
-    unknown = set(options.table_sizes) - set(sizes) - {f"p4sub_member_{j}" for j in range(layout.depth)}
+    unknown = set(options.table_sizes) - set(sizes) - {PORTS_TABLE}
     if unknown:
         raise TargetError(f"bmv2: table sizes given for unknown tables: {', '.join(sorted(unknown))}")
     for t in pipeline.tables:
@@ -195,37 +205,39 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
 
     members: list[Member] = pipeline_metadata_members(pipeline) + user_call_members(pipeline)
     members += [Member(bits(c.width), c.member) for c in copies]
-    member_tables: list[ir.Table] = []
-    member_entries: list[ir.Entry] = []
+    extra_tables: list[ir.Table] = []
+    extra_actions: list[ir.Action] = []
+    extra_entries: list[ir.Entry] = []
     union = None
-    member_decls: list[str] = []
     if batched:
         fl = f"@field_list({RESUBMIT_FIELD_LIST})"
         members.append(Member(bits(8), "p4sub_msg", fl))
-        members += [Member(bits(32), f"p4sub_set_{j}", fl) for j in range(layout.depth)]
-        members += [Member(bits(8), "p4sub_msgs"), Member(bits(1), "p4sub_select")]
+        members += [Member(bits(PORTS_WIDTH), f"p4sub_set_{j}", fl) for j in range(layout.depth)]
+        members += [Member(bits(PORTS_WIDTH), "p4sub_ports"), Member(bits(8), "p4sub_msgs"),
+                    Member(bits(1), "p4sub_select")]
         if any(g.id == UNION_GROUP for g in pipeline.multicast_groups):
             raise ResourceError(f"bmv2: multicast group id {UNION_GROUP} is reserved for the batched path")
         ports = leaf_ports(pipeline)
-        # With no port to send to, every message's code is 0 and the union path is never taken.
+        # With no port to send to, every message's port set is empty and the union path is never taken.
         union = ir.MulticastGroup(UNION_GROUP, ports) if ports else None
-        rows = [(CODE_GROUP | g.id, p) for g in pipeline.multicast_groups for p in g.ports]
-        size = max(64, len(rows))
-        for j in range(layout.depth):
-            name = f"p4sub_member_{j}"
-            keys = (ir.Key(f"meta.p4sub_set_{j}", 32, "exact"), ir.Key(MEMBER_KEY_PORT, V1MODEL.port_width, "exact"))
-            table = ir.Table(name, keys, ("NoAction",), "NoAction", size=options.table_sizes.get(name, size),
-                             role="member")
-            member_tables.append(table)
-            sizes[name] = table.size
-            if len(rows) > table.size:
-                raise ResourceError(f"bmv2: table {name} needs {len(rows)} entries but has size {table.size}")
-            member_decls.append(table_decl(table, pipeline, lambda k: k.field if k.field == MEMBER_KEY_PORT
-                                           else field_expression(k.field)))
-            member_entries += [ir.Entry(name, (ir.Exact(code), ir.Exact(port)), "NoAction") for code, port in rows]
+        action = ir.Action(PORTS_ACTION, (ir.Param("ports", PORTS_WIDTH),),
+                           (ir.Primitive("set_meta", ("meta.p4sub_ports", "ports")),))
+        groups = pipeline.multicast_groups
+        size = options.table_sizes.get(PORTS_TABLE, max(64, math.ceil(len(groups) * 1.25)))
+        table = ir.Table(PORTS_TABLE, (ir.Key(PORTS_KEY, V1MODEL.group_width, "exact"),), (PORTS_ACTION, "NoAction"),
+                         "NoAction", size=size, role="ports")
+        if len(groups) > size:
+            raise ResourceError(f"bmv2: table {PORTS_TABLE} needs {len(groups)} entries but has size {size}")
+        sizes[PORTS_TABLE] = size
+        extra_tables.append(table)
+        extra_actions.append(action)
+        extra_entries += [ir.Entry(PORTS_TABLE, (ir.Exact(g.id),), PORTS_ACTION, (port_bitmap(g.ports),))
+                          for g in groups]
 
     key_expr = _key_expression(layout, stacked)
     tables = [table_decl(t, pipeline, key_expr, size=sizes[t.name]) for t in chained_tables(pipeline)]
+    tables += [table_decl(t, pipeline, lambda k: k.field, size=sizes[t.name]) for t in extra_tables]
+    actions = action_decls(pipeline, V1MODEL) + [action_decl(a, V1MODEL) for a in extra_actions]
     valid = [f"hdr.{h}[0].isValid()" if h in stacked else f"hdr.{h}.isValid()" for h in layout.query_headers]
     ipv4 = ipv4_checksum(spec)
     length_fields = []
@@ -245,15 +257,14 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         H=HEADERS_STRUCT, M=METADATA_STRUCT,
         header_types=header_type_decls(spec), headers_struct=headers_struct_decl(spec),
         metadata_struct=struct_decl(METADATA_STRUCT, members),
-        parser_states=parser_states(spec), actions=action_decls(pipeline, V1MODEL), tables=tables,
+        parser_states=parser_states(spec), actions=actions, tables=tables,
         valid_condition=" && ".join(valid) if valid else "true",
         batched=batched, first_only=mode == "first", prune=mode == "prune",
         depth=layout.depth, stack=layout.stack, copies=copies, parallel=layout.parallel,
         apply_lines=apply_statements(pipeline),
-        code_port=literal(CODE_PORT, 32), code_group=literal(CODE_GROUP, 32),
+        ports_width=PORTS_WIDTH, ports_table=PORTS_TABLE,
         drop_port=literal(V1MODEL.drop_port, V1MODEL.port_width), field_list=literal(RESUBMIT_FIELD_LIST, 8),
         union_group=literal(UNION_GROUP, V1MODEL.group_width),
-        member_tables=member_decls, member_names=[identifier(t.name) for t in member_tables],
         count_field=layout.count_field, count_width=spec.field_width(layout.count_field) if layout.count_field else 0,
         length_fields=length_fields, message_bytes=layout.message_bytes,
         udp_checksum=layout.udp_checksum if mode == "prune" else None,
@@ -264,5 +275,6 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         emits=emit_statements(spec),
     )
     text = _environment().get_template("program.p4.j2").render(**context)
-    return Bmv2Program(text, mode, layout, sizes, tuple(member_tables), tuple(member_entries), union)
+    return Bmv2Program(text, mode, layout, sizes, tuple(extra_tables), tuple(extra_actions), tuple(extra_entries),
+                       union)
 

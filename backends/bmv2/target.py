@@ -50,6 +50,3 @@ RESUBMIT_FIELD_LIST = 1
 UNION_GROUP = 0xFFFF
 # The replication id BMv2 gives every copy (P4Runtime Replica.instance, CLI mc_node_create rid).
 REPLICA_INSTANCE = 1
-# Set codes the batched path records per message (32 bits): none, a port, or a multicast group.
-CODE_PORT = 1 << 16
-CODE_GROUP = 2 << 16

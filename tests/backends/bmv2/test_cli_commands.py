@@ -70,11 +70,14 @@ def test_every_entry_becomes_one_table_add_with_its_priority_when_needed(tmp_pat
     assert "table_set_default MyIngress.leaf_actions MyIngress.drop_packet" in lines
 
 
-def test_batched_itch_commands_create_the_union_group_and_member_entries():
+def test_batched_itch_commands_create_the_union_group_and_the_group_port_bitmaps():
     pipeline = h.compile_text(h.itch_spec(), h.ITCH_RULES).pipeline
     program = build_program(pipeline)
     lines = bmv2.render(pipeline)[bmv2.COMMANDS].splitlines()
     assert "mc_mgrp_create 65535" in lines
-    member_lines = [line for line in lines if line.startswith("table_add MyEgress.p4sub_member_")]
-    assert len(member_lines) == len(program.member_entries)
-    assert all(" MyEgress.NoAction " not in line and " NoAction " in line for line in member_lines)
+    assert lines[lines.index("mc_mgrp_create 65535") + 1] == "mc_node_create 1 1 2 3"
+    ports_lines = [line for line in lines if line.startswith("table_add MyIngress.p4sub_group_ports ")]
+    assert len(ports_lines) == len(program.extra_entries) == len(pipeline.multicast_groups)
+    for g in pipeline.multicast_groups:
+        bitmap = sum(1 << p for p in g.ports)
+        assert f"table_add MyIngress.p4sub_group_ports MyIngress.p4sub_set_ports {g.id} => {bitmap}" in ports_lines

@@ -44,8 +44,8 @@ def _width_of(expr: str, text: str, pipeline: ir.Pipeline) -> int:
     if expr.startswith("meta."):
         members = h.struct_members(text, METADATA_STRUCT)
         return int(re.match(r"bit<(\d+)>", members[expr[5:]]).group(1))
-    if expr == "standard_metadata.egress_port":
-        return 9
+    if expr == "standard_metadata.mcast_grp":
+        return 16
     _, inst, field = expr.split(".")
     inst = inst.split("[")[0]
     type_name = pipeline.spec.header(inst).type_name
@@ -203,18 +203,29 @@ def test_batched_program_resubmits_and_preserves_the_per_message_results(itch):
     assert "resubmit_preserving_field_list(8w1);" in program.text
     text = program.text
     for j in range(12):
-        assert re.search(rf"@field_list\(1\) bit<32> p4sub_set_{j};", text)
+        assert re.search(rf"@field_list\(1\) bit<512> p4sub_set_{j};", text)
         assert f"p4sub_set_{j}" in members
     assert re.search(r"@field_list\(1\) bit<8> p4sub_msg;", text)
     assert program.union_group == ir.MulticastGroup(UNION_GROUP, (1, 2, 3))
 
 
-def test_member_tables_hold_each_groups_ports(itch):
+def test_group_ports_table_maps_each_group_to_its_port_bitmap(itch):
     program = build_program(itch)
-    rows = {(e.table, e.matches[0].value, e.matches[1].value) for e in program.member_entries}
-    expected = {(f"p4sub_member_{j}", (2 << 16) | g.id, p) for j in range(12) for g in itch.multicast_groups
-                for p in g.ports}
+    rows = {(e.table, e.matches[0].value, e.action, e.args) for e in program.extra_entries}
+    expected = {("p4sub_group_ports", g.id, "p4sub_set_ports", (sum(2 ** p for p in g.ports),))
+                for g in itch.multicast_groups}
     assert rows == expected
+    declared = h.tables(program.text)["p4sub_group_ports"]
+    assert declared.control == "MyIngress"
+    assert [(k.expression, k.match_kind, k.name) for k in declared.keys] == \
+        [("standard_metadata.mcast_grp", "exact", "standard_metadata.mcast_grp")]
+    assert h.actions(program.text)["p4sub_set_ports"] == (("ports", 512),)
+
+
+def test_egress_keeps_a_message_when_its_bitmap_has_the_egress_port(itch):
+    egress = h.controls(build_program(itch).text)["MyEgress"]
+    for j in range(12):
+        assert (f"if (((meta.p4sub_set_{j} >> standard_metadata.egress_port) & 512w1) == 512w1) {{" in egress)
 
 
 def test_non_query_traffic_is_dropped(scalar, itch):
