@@ -1,0 +1,86 @@
+"""Port sets as bit masks, so that replay handles millions of messages without a Python set each.
+
+Replay compares two port sets per message (what the switch delivered, what the rules want). A
+:class:`PortSpace` numbers the ports that can appear and stores a set as ``words`` 64-bit words;
+a batch of sets is a ``(rows, words)`` uint64 array. Counting "how many rows have port p" or "how
+many bytes went to port p" for every port is then one unpack of the bits per block of rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+
+_BLOCK_ROWS = 1 << 16
+
+
+@dataclass(frozen=True)
+class PortSpace:
+    """The ports replay can see, in increasing order; bit ``i`` of a mask stands for ``ports[i]``."""
+
+    ports: tuple[int, ...]
+    _index: dict[int, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if list(self.ports) != sorted(set(self.ports)) or any(p < 0 for p in self.ports):
+            raise ValueError("ports must be distinct, non-negative and increasing")
+        object.__setattr__(self, "_index", {p: i for i, p in enumerate(self.ports)})
+
+    @classmethod
+    def of(cls, ports: Iterable[int]) -> "PortSpace":
+        return cls(tuple(sorted(set(int(p) for p in ports))))
+
+    @property
+    def words(self) -> int:
+        return max(1, (len(self.ports) + 63) // 64)
+
+    def bit(self, port: int) -> int:
+        """The bit position of ``port``; KeyError when the space does not hold it."""
+        return self._index[port]
+
+    def mask(self, ports: Iterable[int]) -> np.ndarray:
+        """One port set as a ``(words,)`` uint64 mask."""
+        out = np.zeros(self.words, dtype=np.uint64)
+        for p in ports:
+            i = self._index[int(p)]
+            out[i // 64] |= np.uint64(1) << np.uint64(i % 64)
+        return out
+
+    def empty(self, rows: int) -> np.ndarray:
+        return np.zeros((rows, self.words), dtype=np.uint64)
+
+    def sets(self, masks: np.ndarray) -> list[frozenset[int]]:
+        """Masks back to port sets (for tests and small outputs)."""
+        bits = self._bits(masks)
+        return [frozenset(self.ports[i] for i in np.flatnonzero(row)) for row in bits]
+
+    def _bits(self, masks: np.ndarray) -> np.ndarray:
+        """``(rows, len(ports))`` booleans; bit i of word w is column 64*w + i."""
+        raw = np.ascontiguousarray(masks, dtype="<u8").view(np.uint8)
+        bits = np.unpackbits(raw, axis=1, bitorder="little")
+        return bits[:, : len(self.ports)]
+
+    def counts(self, masks: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        """Per port: how many rows hold it, or (with ``weights``) the sum of their weights. int64."""
+        total = np.zeros(len(self.ports), dtype=np.int64)
+        for start in range(0, len(masks), _BLOCK_ROWS):
+            bits = self._bits(masks[start : start + _BLOCK_ROWS])
+            if weights is None:
+                total += bits.sum(axis=0, dtype=np.int64)
+            else:
+                w = np.asarray(weights[start : start + _BLOCK_ROWS], dtype=np.int64)
+                total += w @ bits.astype(np.int64)
+        return total
+
+
+def or_segments(masks: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The OR of each segment of consecutive rows; segment k is ``starts[k]:starts[k+1]`` (last to the end).
+
+    ``starts`` must be increasing and begin at 0 (when there are rows): replay uses it to turn
+    per-message masks into per-packet masks, the rows of one packet being consecutive.
+    """
+    if len(masks) == 0:
+        return masks[:0].copy()
+    return np.bitwise_or.reduceat(masks, starts, axis=0)
