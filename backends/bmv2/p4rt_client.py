@@ -27,10 +27,10 @@ import update_plan  # noqa: E402  (beside this file; see the module docstring)
 
 import grpc  # noqa: E402
 from google.protobuf import text_format  # noqa: E402
-from google.rpc import code_pb2  # noqa: E402
+from google.rpc import code_pb2, status_pb2  # noqa: E402
 from p4.config.v1 import p4info_pb2  # noqa: E402
 from p4.v1 import p4runtime_pb2  # noqa: E402
-from p4runtime_sh.p4runtime import P4RuntimeClient, P4RuntimeException, P4RuntimeWriteException  # noqa: E402
+from p4runtime_sh.p4runtime import P4RuntimeClient, P4RuntimeException  # noqa: E402
 
 UPDATE_TYPES = {"INSERT": p4runtime_pb2.Update.INSERT, "MODIFY": p4runtime_pb2.Update.MODIFY,
                 "DELETE": p4runtime_pb2.Update.DELETE}
@@ -197,23 +197,40 @@ class Switch:
         return out
 
     def write(self, ops: list, names: Names) -> list[str | None]:
-        req = p4runtime_pb2.WriteRequest()
+        """Write one batch; per update, None or the switch's reason for refusing it."""
+        req = p4runtime_pb2.WriteRequest(device_id=self.device_id)
+        req.election_id.high, req.election_id.low = self.election_id
         for op in ops:
             u = req.updates.add()
             u.type = UPDATE_TYPES[op.type]
             u.entity.CopyFrom(to_proto(op.entity, names))
         try:
-            self.client.write(req)
-        except P4RuntimeWriteException as exc:
-            errors: list[str | None] = [None] * len(ops)
-            for idx, err in exc.errors:
-                errors[idx] = f"{code_pb2.Code.Name(err.canonical_code)}: {err.message}"
-            if all(e is None for e in errors):
-                errors = [str(exc)] * len(ops)
-            return errors
+            # Not p4runtime-shell's client.write: its error iterator loops forever on the OK
+            # statuses a CONTINUE_ON_ERROR batch reports for the updates that succeeded.
+            self.client.stub.Write(req)
         except grpc.RpcError as exc:
-            return [f"{exc.code().name}: {exc.details()}"] * len(ops)
+            return batch_errors(exc, len(ops))
         return [None] * len(ops)
+
+
+def batch_errors(exc: grpc.RpcError, n: int) -> list[str | None]:
+    """Per-update outcome of a failed Write: P4Runtime puts one p4.Error per update in the status
+    details (OK for those applied); without them, the whole request was refused."""
+    details = None
+    for key, value in exc.trailing_metadata() or ():
+        if key == "grpc-status-details-bin":
+            status = status_pb2.Status()
+            status.ParseFromString(value)
+            details = status.details
+    if details is None or len(details) != n:
+        return [f"{exc.code().name}: {exc.details()}"] * n
+    out: list[str | None] = []
+    for any_ in details:
+        err = p4runtime_pb2.Error()
+        any_.Unpack(err)
+        out.append(None if err.canonical_code == code_pb2.OK
+                   else f"{code_pb2.Code.Name(err.canonical_code)}: {err.message}")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

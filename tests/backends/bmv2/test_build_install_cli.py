@@ -135,3 +135,34 @@ def test_installer_json_to_protobuf_round_trip(tmp_path):
     proc = subprocess.run([_p4rt_python(), "-c", script], input=json.dumps(entities), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == entities
+
+
+@pytest.mark.skipif(_p4rt_python() is None, reason="no Python with p4runtime-shell (see p4sub install --help)")
+def test_installer_reads_per_update_outcomes_from_a_partly_refused_batch():
+    """A CONTINUE_ON_ERROR batch reports one p4.Error per update, OK for the applied ones."""
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(CLIENT.parent)!r})
+        import grpc
+        import p4rt_client as c
+        from google.rpc import code_pb2, status_pb2
+        from p4.v1 import p4runtime_pb2
+
+        status = status_pb2.Status(code=code_pb2.UNKNOWN)
+        for code, msg in ((code_pb2.OK, ""), (code_pb2.OUT_OF_RANGE, "bad key"), (code_pb2.OK, "")):
+            status.details.add().Pack(p4runtime_pb2.Error(canonical_code=code, message=msg))
+
+        class Refused(grpc.RpcError):
+            def __init__(self, meta): self.meta = meta
+            def code(self): return grpc.StatusCode.UNKNOWN
+            def details(self): return "batch failed"
+            def trailing_metadata(self): return self.meta
+
+        print(c.batch_errors(Refused((("grpc-status-details-bin", status.SerializeToString()),)), 3))
+        print(c.batch_errors(Refused(()), 2))
+    """)
+    proc = subprocess.run([_p4rt_python(), "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "[None, 'OUT_OF_RANGE: bad key', None]"
+    assert lines[1] == "['UNKNOWN: batch failed', 'UNKNOWN: batch failed']"
