@@ -157,3 +157,13 @@ def test_percentages_are_of_the_whole_chip():
     assert est.sram_blocks == sum(x.sram_blocks for x in u.values())
     assert est.sram_percent == pytest.approx(100 * est.sram_blocks / (12 * 80))
     assert est.tcam_percent == 0 and TOFINO1.tcam_total == 288
+
+
+def test_independent_tables_share_a_stage_up_to_sixteen_logical_tables():
+    # Twenty tables that read only packet fields and write nothing another reads: no dependencies,
+    # but a stage holds 16 logical tables, so the last four go to stage 1.
+    tables = [ir.Table(f"c{i}", (ir.Key("order.qty", 16, "exact"),), ("NoAction",), "NoAction", size=64)
+              for i in range(20)]
+    est, u = uses(pipeline(tables, [t.name for t in tables]))
+    assert [u[f"c{i}"].first_stage for i in range(20)] == [0] * 16 + [1] * 4
+    assert est.stages == 2
