@@ -29,10 +29,14 @@ def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 
 
 class Bmv2Switch:
-    def __init__(self, ports: list[int], workdir: Path, grpc_port: int = 9559) -> None:
+    def __init__(self, ports: list[int], workdir: Path, grpc_port: int = 9559, program_json: Path | None = None,
+                 thrift_port: int = 9090) -> None:
+        """With ``program_json``: plain ``simple_switch`` running that program (configured through the
+        Thrift CLI); without: ``simple_switch_grpc`` with no program (configured through P4Runtime)."""
         self.ns = f"p4sub-t{os.getpid()}"
         self.ports = ports
         self.grpc = f"127.0.0.1:{grpc_port}"
+        self.thrift_port = thrift_port
         self.workdir = workdir
         self.proc: subprocess.Popen | None = None
         run(["ip", "netns", "add", self.ns])
@@ -44,11 +48,16 @@ class Bmv2Switch:
                 self.sh(["ip", "link", "add", f"s{p}", "type", "veth", "peer", "name", f"h{p}"])
                 for side in (f"s{p}", f"h{p}"):
                     self.sh(["ip", "link", "set", side, "up"])
-            args = [tool("simple_switch_grpc"), "--device-id", "0", "--log-file", str(workdir / "switch"),
-                    "--log-flush"]
+            self.cli_only = program_json is not None
+            binary = "simple_switch" if self.cli_only else "simple_switch_grpc"
+            args = [tool(binary), "--device-id", "0", "--log-file", str(workdir / "switch"), "--log-flush",
+                    "--thrift-port", str(thrift_port)]
             for p in ports:
                 args += ["-i", f"{p}@s{p}"]
-            args += ["--no-p4", "--", "--grpc-server-addr", self.grpc]
+            if program_json:
+                args.append(str(program_json))
+            else:
+                args += ["--no-p4", "--", "--grpc-server-addr", self.grpc]
             self.log = open(workdir / "switch.out", "w")
             self.proc = subprocess.Popen(["ip", "netns", "exec", self.ns, *args], stdout=self.log,
                                          stderr=subprocess.STDOUT)
@@ -61,22 +70,27 @@ class Bmv2Switch:
         return run(["ip", "netns", "exec", self.ns, *cmd], **kw)
 
     def _wait_for_grpc(self, timeout: float = 20) -> None:
-        host, port = self.grpc.split(":")
+        host, port = ("127.0.0.1", str(self.thrift_port)) if self.cli_only else self.grpc.split(":")
         probe = (f"import socket,sys; s=socket.socket(); s.settimeout(0.5); "
                  f"sys.exit(s.connect_ex(('{host}', {port})))")
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"simple_switch_grpc exited: {(self.workdir / 'switch.out').read_text()}")
+                raise RuntimeError(f"the switch exited: {(self.workdir / 'switch.out').read_text()}")
             if subprocess.run(["ip", "netns", "exec", self.ns, sys.executable, "-c", probe]).returncode == 0:
                 return
             time.sleep(0.3)
-        raise RuntimeError("simple_switch_grpc did not open its gRPC port")
+        raise RuntimeError(f"the switch did not open port {port}")
 
     def p4sub(self, *args: str) -> subprocess.CompletedProcess:
         """``p4sub ARGS`` inside the namespace (so that it reaches the switch's gRPC server)."""
         return subprocess.run(["ip", "netns", "exec", self.ns, sys.executable, "-m", "compiler", *args],
                               capture_output=True, text=True, cwd=ROOT)
+
+    def cli(self, commands: str) -> str:
+        """Feed ``simple_switch_CLI`` commands; returns its output."""
+        return self.sh([tool("simple_switch_CLI"), "--thrift-port", str(self.thrift_port)], input=commands,
+                       timeout=300).stdout
 
     def exchange(self, send: list[tuple[int, bytes]], listen: list[int], udp_ports: list[int]) -> list[tuple[int, bytes]]:
         """Send (port, packet) pairs into the switch; return what came out as (port, packet)."""

@@ -222,3 +222,36 @@ def test_scalar_single_message_path_on_bmv2(tmp_path):
         _compare(switch.exchange(send, [1, 2, 3], [5000]), expected)
     finally:
         switch.close()
+
+
+@pytest.mark.bmv2
+@pytest.mark.p4c
+def test_commands_txt_on_simple_switch_cli_gives_the_same_forwarding(tmp_path):
+    """The CLI path: priorities inverted for BMv2's lower-wins rule (ternary diffserv entries)."""
+    if P4C is None or tool("simple_switch") is None or tool("simple_switch_CLI") is None:
+        pytest.skip("p4c-bm2-ss, simple_switch or simple_switch_CLI is not installed")
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root")
+    pipeline = scalar_pipeline(tmp_path)
+    assert any(e.priority > 1 for e in pipeline.entries), "the test needs entries with different priorities"
+    out = tmp_path / "scalar"
+    build(pipeline, out)
+    switch = Bmv2Switch([0, 1, 2, 3], tmp_path, program_json=out / "program.json")
+    try:
+        text = switch.cli((out / bmv2.COMMANDS).read_text())
+        assert "Error" not in text and "Invalid" not in text, text
+        model = Model(pipeline)
+        send, expected = [], []
+        for i, (dst, ttl, tos) in enumerate((d, t, s) for d in (0x0A000001, 0x0A010203, 0xC0A80101, 0x08080808)
+                                            for t in (1, 5, 11) for s in (0, 8, 12, 16, 46)):
+            pkt = bytearray(pk.ipv4_udp(i.to_bytes(4, "big"), 5000))
+            pkt[15], pkt[22] = tos, ttl
+            pkt[30:34] = dst.to_bytes(4, "big")
+            pkt[24:26] = b"\0\0"
+            pkt[24:26] = pk.ipv4_checksum(bytes(pkt[14:34])).to_bytes(2, "big")
+            send.append((0, bytes(pkt)))
+            ports, _ = model.run_one({"ipv4.dst_addr": dst, "ipv4.ttl": ttl, "ipv4.diffserv": tos})
+            expected += [(p, bytes(pkt)) for p in ports]
+        _compare(switch.exchange(send, [1, 2, 3], [5000]), expected)
+    finally:
+        switch.close()
