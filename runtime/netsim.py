@@ -319,6 +319,10 @@ class Simulation:
     lost_copies: int = 0
     seconds: float = 0.0
     switch_rows: int = 0
+    #: With ``record=True``: host -> trace rows delivered (one entry per arrival), and
+    #: (switch, port) -> trace rows sent out of that port. Rows count from the start of the trace.
+    deliveries: dict[str, list[np.ndarray]] | None = None
+    link_rows: dict[tuple[str, int], list[np.ndarray]] | None = None
 
     def report(self) -> dict[str, Any]:
         topo = self.network.topology
@@ -335,7 +339,7 @@ class Simulation:
                           "direction": direction, **vars(st)})
             tiers.setdefault(tier, LinkStats()).add(st)
         tier_out = {}
-        for name, st in tiers.items():
+        for name, st in sorted(tiers.items(), key=lambda kv: _TIER_ORDER.get(kv[0].split("-")[0], 9)):
             row = vars(st).copy()
             row["extra_share_packets"] = round(st.extra_packets / st.packets, 6) if st.packets else 0.0
             row["extra_share_bytes"] = round(st.extra_bytes / st.bytes, 6) if st.bytes else 0.0
@@ -351,6 +355,9 @@ class Simulation:
         }
 
 
+_TIER_ORDER = {"host": 0, "edge": 1, "leaf": 1, "aggregation": 2, "spine": 2}
+
+
 def _tier(topo: Topology, a: str, b: str, top: int) -> str:
     if not topo.is_switch(a) or not topo.is_switch(b):
         return f"host-{layer_name(1, top)}" if top >= 1 else "host"
@@ -359,8 +366,11 @@ def _tier(topo: Topology, a: str, b: str, top: int) -> str:
 
 
 def simulate(network: Network, batches: Iterable[Batch], publisher: str, mode: str = "prune",
-             limit: int | None = None) -> Simulation:
-    """Publish every batch at ``publisher`` and follow all copies; see the module docstring."""
+             limit: int | None = None, record: bool = False) -> Simulation:
+    """Publish every batch at ``publisher`` and follow all copies; see the module docstring.
+
+    ``record`` keeps every delivery and every link crossing by row (for tests and small traces).
+    """
     topo = network.topology
     if publisher not in topo.graph or topo.is_switch(publisher):
         raise P4subError(f"publisher {publisher!r} is not a host of {topo.name or 'the topology'}")
@@ -370,6 +380,8 @@ def simulate(network: Network, batches: Iterable[Batch], publisher: str, mode: s
     truth = GroundTruth.build(network.typed, space)
     behind = _behind_masks(topo, space)
     sim = Simulation(network, publisher, mode, {h: HostStats() for h in topo.hosts()}, {})
+    if record:
+        sim.deliveries, sim.link_rows = {}, {}
     start = time.perf_counter()
     for batch in batches:
         if limit is not None:
@@ -426,6 +438,7 @@ def _simulate_batch(network: Network, batch: Batch, publisher: str, mode: str, t
     first = _first_of_runs(packet)
     starts = np.flatnonzero(first)
     seg = np.cumsum(first) - 1  # row -> packet segment index within the batch
+    offset = sim.messages
     sim.messages += n
     sim.packets += len(starts)
     wanted = truth.wanted({f: batch.columns[f] for f in truth.columns_needed()})
@@ -451,6 +464,8 @@ def _simulate_batch(network: Network, batch: Batch, publisher: str, mode: str, t
                 sel = rows[out[:, c]]
                 p = sw.ports[c]
                 _count_link(sim, (name, p), sel, batch, first, wanted, behind[(name, p)], words)
+                if sim.link_rows is not None:
+                    sim.link_rows.setdefault((name, p), []).append(sel + offset)
                 peer, peer_port = sw.peers[c]
                 if topo.is_switch(peer):
                     nxt.setdefault(peer, []).append((sel, peer_port))
@@ -464,6 +479,8 @@ def _simulate_batch(network: Network, batch: Batch, publisher: str, mode: str, t
         i = space.bit(topo.node_id(h))
         want = (wanted[:, i // 64] >> np.uint64(i % 64)) & np.uint64(1)
         got = np.concatenate(delivered[h]) if h in delivered else np.zeros(0, dtype=np.int64)
+        if sim.deliveries is not None:
+            sim.deliveries.setdefault(h, []).append(got + offset)
         if mode == "union":  # every row of a packet travels with it: count each arrival once, by its first row
             want = want[starts]
             got = seg[got[first[got]]]
