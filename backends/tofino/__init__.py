@@ -80,7 +80,8 @@ def build(pipeline: ir.Pipeline, options: TofinoOptions = TofinoOptions()) -> Re
     est = estimate(layout)
     pass_of = {t.name: (t.passes[0] if t.passes else 0) for t in est.tables}
     program = render(layout, batched, messages.stack, messages.depth, messages.query_headers, pass_of)
-    entries = document(layout, batched.groups, pipeline.name)
+    # bf-p4c names a program after its source file; BF Runtime clients look it up by that name.
+    entries = document(layout, batched.groups, Path(PROGRAM_FILE).stem)
     resources = est.to_json()
     resources["notes"] = {
         "batch_mode": mode,
