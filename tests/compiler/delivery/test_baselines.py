@@ -48,9 +48,11 @@ def test_lipsin_delivers_a_superset_and_counts_its_false_positives(case, seed, m
     assert set(receivers) <= set(w.deliveries)
     assert all(w.deliveries[r] == 1 for r in receivers)
     assert all(frames == {PAYLOAD_FRAME} for frames in w.frames.values())
-    assert w.back_out == 0 and w.revisits == 0
+    assert w.back_out == 0
     metrics = simulate(scheme, publisher, receivers, PAYLOAD_FRAME,
                        steiner_tree(topo, topo.host_attachment(publisher)[0], receivers))
+    # False positives may run in a circle; the copy that comes back is a counted loop, not a storm.
+    assert metrics.loops == w.revisits
     extra_hosts = sum(n for h, n in w.deliveries.items() if h not in receivers)
     off_tree = sum(n for link, n in w.link_copies.items() if link not in pub.tree_links)
     assert metrics.false_positive_deliveries == extra_hosts
