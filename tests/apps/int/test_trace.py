@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from apps.int.columnar import INT_HOP_COLUMNS, concat_int_batches, read_int_batches
 from apps.int.generator import IntTraceConfig, generate_int_packets, write_int_trace
 from apps.int.headers import IntMd, new_header
-from apps.int.metadata import P4SUB_INSTRUCTIONS, HopMetadata
+from apps.int.metadata import HopMetadata
 from apps.int.report import IndividualReport, ReportGroupHeader, TelemetryReport
 from apps.int.trace import IntTraceReader, IntTraceWriter, build_int_frame, read_int_records
 from apps.pcap import read_pcap, split_pcap, write_pcap
