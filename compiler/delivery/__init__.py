@@ -20,7 +20,7 @@ from compiler.delivery.baselines.unicast import Unicast
 from compiler.delivery.mixed import Mixed
 from compiler.delivery.scheme import Emit, Publication, Scheme, SwitchEntries, TableEntry
 from compiler.delivery.simulator import RunMetrics, simulate
-from compiler.delivery.stack import HeaderStackEncoding, Widths
+from compiler.delivery.stack import DISSERTATION_WIDTHS, HeaderStackEncoding, Widths
 from compiler.delivery.stored_tree import StoredTreeHybrid
 from compiler.delivery.switch_bitmask import SwitchBitmask
 from compiler.delivery.switch_mcgroup import GroupTable, SwitchMcGroup
@@ -90,7 +90,7 @@ def table_entries(topology: Topology, encoding: str = "port", **options) -> dict
 
 
 __all__ = [
-    "BASELINES", "ENCODINGS", "SCHEMES", "BierStyle", "Broadcast", "DeliveryTree", "ElmoStyle", "Emit",
+    "BASELINES", "DISSERTATION_WIDTHS", "ENCODINGS", "SCHEMES", "BierStyle", "Broadcast", "DeliveryTree", "ElmoStyle", "Emit",
     "GroupTable", "HeaderStackEncoding", "Lipsin", "Mixed", "OpenFlowMulticast", "Publication", "RunMetrics",
     "Scheme", "StoredTreeHybrid", "SwitchBitmask", "SwitchEntries", "SwitchMcGroup", "SwitchPort", "TableEntry",
     "Unicast", "Widths", "encode", "make_scheme", "simulate", "steiner_tree", "table_entries",

@@ -17,7 +17,7 @@ from typing import Callable
 from compiler.delivery import BASELINES, ENCODINGS, make_scheme
 from compiler.delivery.scheme import Scheme
 from compiler.delivery.simulator import RunMetrics, scheme_static_rules, simulate
-from compiler.delivery.stack import HeaderStackEncoding, Widths
+from compiler.delivery.stack import DISSERTATION_WIDTHS, HeaderStackEncoding
 from compiler.delivery.tree import steiner_tree
 from compiler.delivery.wire import ETHERTYPE_IPV4, ethernet_frame, host_mac
 from compiler.errors import P4subError
@@ -107,7 +107,7 @@ class _Accumulator:
 
 def build_schemes(topology: Topology, config: EvalConfig) -> tuple[list[Scheme], dict[str, str]]:
     """The schemes that apply to the topology, and why the others were skipped."""
-    widths = Widths.DISSERTATION if config.widths == "dissertation" else None  # type: ignore[attr-defined]
+    widths = DISSERTATION_WIDTHS if config.widths == "dissertation" else None
     out, skipped = [], {}
     for name in config.schemes:
         try:

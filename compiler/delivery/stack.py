@@ -9,7 +9,7 @@ fix-up lookup every copy costs.
 
 Widths come from the topology (:meth:`Widths.derive`): switch-id bits from the largest switch id,
 port bits from the largest port, bitmask bits = largest port (bit i is port i+1, as in the
-dissertation's Ch. 5 program). ``Widths.DISSERTATION`` fixes the Ch. 3 evaluation's 8-bit id,
+dissertation's Ch. 5 program). ``DISSERTATION_WIDTHS`` fixes the Ch. 3 evaluation's 8-bit id,
 8-bit port, 16-bit bitmask and group fields instead. Each field is rounded up to whole bytes.
 """
 
@@ -53,7 +53,8 @@ class Widths:
         return ceil_bytes(self.id_bits)
 
 
-Widths.DISSERTATION = Widths(8, 8, 16)  # type: ignore[attr-defined]
+#: The dissertation's Ch. 3 evaluation: 8-bit switch ids and ports, 16-bit bitmasks and group ids.
+DISSERTATION_WIDTHS = Widths(8, 8, 16)
 
 
 def mask_of(ports: Collection[int]) -> int:

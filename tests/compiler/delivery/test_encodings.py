@@ -15,6 +15,7 @@ from compiler.delivery import (
     SwitchMcGroup,
     SwitchPort,
     Widths,
+    DISSERTATION_WIDTHS,
     encode,
     table_entries,
 )
@@ -183,9 +184,9 @@ def test_a_stack_pointing_back_never_loops():
 
 def test_dissertation_widths_give_its_label_sizes():
     t = jellyfish(255, 4, seed=1)
-    assert SwitchPort(t, Widths.DISSERTATION).layout.size == 2
-    assert SwitchBitmask(t, Widths.DISSERTATION).layout.size == 3
-    assert SwitchMcGroup(t, Widths.DISSERTATION).layout.size == 3
+    assert SwitchPort(t, DISSERTATION_WIDTHS).layout.size == 2
+    assert SwitchBitmask(t, DISSERTATION_WIDTHS).layout.size == 3
+    assert SwitchMcGroup(t, DISSERTATION_WIDTHS).layout.size == 3
     derived = Widths.derive(t)
     assert (derived.id_bits, derived.port_bits, derived.mask_bits) == (8, 3, 5)
     with pytest.raises(P4subError):
