@@ -13,7 +13,7 @@ from typing import Iterable
 
 import numpy as np
 
-_BLOCK_ROWS = 1 << 16
+BLOCK_ROWS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -53,26 +53,36 @@ class PortSpace:
 
     def sets(self, masks: np.ndarray) -> list[frozenset[int]]:
         """Masks back to port sets (for tests and small outputs)."""
-        bits = self._bits(masks)
+        bits = self.bits(masks)
         return [frozenset(self.ports[i] for i in np.flatnonzero(row)) for row in bits]
 
-    def _bits(self, masks: np.ndarray) -> np.ndarray:
-        """``(rows, len(ports))`` booleans; bit i of word w is column 64*w + i."""
+    def bits(self, masks: np.ndarray) -> np.ndarray:
+        """``(rows, len(ports))`` booleans: column i says whether the row holds ``ports[i]``."""
         raw = np.ascontiguousarray(masks, dtype="<u8").view(np.uint8)
         bits = np.unpackbits(raw, axis=1, bitorder="little")
-        return bits[:, : len(self.ports)]
+        return bits[:, : len(self.ports)].view(bool)
 
     def counts(self, masks: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
         """Per port: how many rows hold it, or (with ``weights``) the sum of their weights. int64."""
         total = np.zeros(len(self.ports), dtype=np.int64)
-        for start in range(0, len(masks), _BLOCK_ROWS):
-            bits = self._bits(masks[start : start + _BLOCK_ROWS])
-            if weights is None:
-                total += bits.sum(axis=0, dtype=np.int64)
-            else:
-                w = np.asarray(weights[start : start + _BLOCK_ROWS], dtype=np.int64)
-                total += w @ bits.astype(np.int64)
+        for start in range(0, len(masks), BLOCK_ROWS):
+            bits = self.bits(masks[start : start + BLOCK_ROWS])
+            total += count_bits(bits, None if weights is None else weights[start : start + BLOCK_ROWS])
         return total
+
+
+def count_bits(bits: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Column sums of a ``(rows, ports)`` boolean matrix, or of ``weights`` where the bit is set.
+
+    Weighted sums look only at rows with some bit set: replay weighs false positives, which are
+    usually rare, so most blocks cost one ``any`` pass.
+    """
+    if weights is None:
+        return bits.sum(axis=0, dtype=np.int64)
+    rows = np.flatnonzero(bits.any(axis=1))
+    if not len(rows):
+        return np.zeros(bits.shape[1], dtype=np.int64)
+    return np.asarray(weights, dtype=np.int64)[rows] @ bits[rows].astype(np.int64)
 
 
 def or_segments(masks: np.ndarray, starts: np.ndarray) -> np.ndarray:

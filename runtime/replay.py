@@ -1,0 +1,356 @@
+"""Trace replay on Spark: run real or generated traces through a compiled pipeline and judge it.
+
+Users trust a compiled configuration with a switch after seeing what it does to their traffic.
+:func:`replay` reads capture files, runs every message through the reference model of the
+pipeline (:mod:`runtime.model`) and through the subscriptions themselves
+(:mod:`runtime.groundtruth`), and counts per subscriber port what was delivered, what should have
+been, the false positives and negatives and the bytes they cost, and how fast it all went.
+
+The work is split the Spark way, with everything heavy in numpy inside the tasks:
+
+1. the driver cuts each trace into byte ranges at packet boundaries (:mod:`runtime.replay_split`);
+2. the model, the ground-truth index and the port numbering are built once on the driver and
+   broadcast (:class:`~runtime.replay_partition.ReplayContext`); Python workers are reused, so
+   each executor process unpickles them once;
+3. one Spark partition per range: ``mapInPandas`` hands each task its range, the task reads it
+   batch by batch with the app's columnar reader and returns counters only
+   (:func:`~runtime.replay_partition.replay_range`), so executor memory is one batch whatever
+   the trace size;
+4. the driver sums the counters (:class:`ReplayResult`); :mod:`runtime.replay_report` writes them.
+
+:func:`replay_local` runs the same tasks in this process without Spark (tests, benchmarks).
+Traces must be readable at the same path on every executor (local mode, or a shared filesystem).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import pickle
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import warnings
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from apps.pcap import PcapRange
+from compiler import ir
+from compiler.errors import P4subError
+from compiler.typecheck import TypedRules
+from runtime.replay_apps import detect_app
+from runtime.replay_partition import PartitionStats, ReplayContext, merge, replay_range
+from runtime.replay_ports import PortSpace
+from runtime.replay_split import DEFAULT_RANGE_BYTES, TraceSplit, split_trace
+
+DEFAULT_BATCH_PACKETS = 1 << 15
+OUTPUT_SCHEMA = "part int, metric string, port int, value long"
+JOB_GROUP = "p4sub-replay"
+_PACKAGES = ("compiler", "runtime", "apps", "grammar")
+
+
+@dataclass
+class ReplayResult:
+    """Everything a replay counted, summed over partitions, and how long it took.
+
+    ``timings`` (seconds): ``split`` (driver walk cutting traces), ``setup`` (model and ground
+    truth built and broadcast), ``job`` (the Spark job, or the in-process loop), ``wall`` (all).
+    """
+
+    app: str
+    traces: list[str]
+    space: PortSpace
+    total: PartitionStats
+    partitions: list[PartitionStats]
+    ranges: list[PcapRange]
+    timings: dict[str, float]
+    master: str
+    cores: int
+    rules: int
+    families: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def exact(self) -> bool:
+        """True when no port missed a message it wanted."""
+        return not self.total.ports["false_negatives"].any()
+
+
+# ------------------------------------------------------------------------------------------------
+# Splitting and context
+# ------------------------------------------------------------------------------------------------
+
+
+def plan_partitions(sizes: Sequence[int], parallelism: int, requested: int | None = None) -> list[int]:
+    """How many ranges each trace gets.
+
+    Without a request: about one range per ``DEFAULT_RANGE_BYTES``, at least two per core (so a
+    slow range does not leave a core idle) and a multiple of the core count; ranges are shared
+    among traces by size, at least one each.
+    """
+    total = sum(sizes)
+    if requested is None:
+        waves = max(2, math.ceil(total / DEFAULT_RANGE_BYTES / max(1, parallelism)))
+        requested = waves * max(1, parallelism)
+    requested = max(requested, len(sizes))
+    return [max(1, round(requested * s / total)) if total else 1 for s in sizes]
+
+
+def split_traces(traces: Sequence[str | os.PathLike[str]], parallelism: int, partitions: int | None = None,
+                 progress: bool = False) -> list[TraceSplit]:
+    paths = [os.fspath(t) for t in traces]
+    if not paths:
+        raise P4subError("no trace to replay (give --trace FILE at least once)")
+    for p in paths:
+        if not os.path.isfile(p):
+            raise P4subError(f"{p}: no such trace file")
+    plan = plan_partitions([os.path.getsize(p) for p in paths], parallelism, partitions)
+    show = progress and sys.stderr.isatty()
+    out = []
+    for p, n in zip(paths, plan):
+        out.append(split_trace(p, n, _byte_progress(p) if show else None))
+        if show:
+            print(file=sys.stderr)
+    return out
+
+
+def _byte_progress(path: str):
+    last = [-1]
+
+    def report(done: int, total: int) -> None:
+        pct = 100 * done // max(1, total)
+        if pct != last[0]:
+            last[0] = pct
+            print(f"\rreplay: cutting {os.path.basename(path)} at packet boundaries {pct:3d}%", end="", file=sys.stderr)
+
+    return report
+
+
+def _assemble(app_name: str, traces: list[TraceSplit], ctx: ReplayContext, stats: list[PartitionStats],
+              timings: dict[str, float], master: str, cores: int, typed: TypedRules) -> ReplayResult:
+    stats = sorted(stats, key=lambda s: s.part)
+    total = merge(stats, len(ctx.space.ports))
+    for t in traces:
+        for reason, n in t.file_damage:
+            total.damage[reason] = total.damage.get(reason, 0) + n
+    ranges = [r for t in traces for r in t.ranges]
+    return ReplayResult(app_name, [t.path for t in traces], ctx.space, total, stats, ranges, timings, master, cores,
+                        len(typed.rules), ctx.truth.describe())
+
+
+# ------------------------------------------------------------------------------------------------
+# In-process replay (no Spark)
+# ------------------------------------------------------------------------------------------------
+
+
+def replay_local(pipeline: ir.Pipeline, typed: TypedRules, traces: Sequence[str | os.PathLike[str]], *,
+                 app_name: str | None = None, partitions: int | None = None,
+                 batch_packets: int = DEFAULT_BATCH_PACKETS) -> ReplayResult:
+    """The same ranges and tasks as :func:`replay`, run one after another in this process."""
+    start = time.perf_counter()
+    app_name = app_name or detect_app(pipeline)
+    ctx = ReplayContext.build(pipeline, typed, app_name, batch_packets)
+    t_setup = time.perf_counter()
+    splits = split_traces(traces, 1, partitions)
+    t_split = time.perf_counter()
+    ranges = [r for s in splits for r in s.ranges]
+    stats = [replay_range(ctx, r, i) for i, r in enumerate(ranges)]
+    end = time.perf_counter()
+    timings = {"setup": t_setup - start, "split": t_split - t_setup, "job": end - t_split, "wall": end - start}
+    return _assemble(app_name, splits, ctx, stats, timings, "in-process", 1, typed)
+
+
+# ------------------------------------------------------------------------------------------------
+# Spark
+# ------------------------------------------------------------------------------------------------
+
+
+def java_available() -> bool:
+    home = os.environ.get("JAVA_HOME")
+    return bool(shutil.which("java") or (home and os.path.exists(os.path.join(home, "bin", "java"))))
+
+
+def project_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = None):
+    """A Spark session set up for replay: workers run this interpreter and can import p4sub.
+
+    Local masters get the project on the workers' ``PYTHONPATH``; other masters get the packages
+    shipped as a zip (:func:`ship_code`). ``conf`` entries override the defaults.
+    """
+    if not java_available():
+        raise P4subError("replay runs on Spark, which needs Java 17: install a JDK or set JAVA_HOME")
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise P4subError("replay needs PySpark: pip install pyspark") from None
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    settings = {
+        "spark.app.name": "p4sub replay",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.python.worker.reuse": "true",
+        "spark.executorEnv.PYTHONWARNINGS": "ignore::FutureWarning",
+    }
+    local = master.startswith("local")
+    if local:
+        settings["spark.executorEnv.PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(project_root()), os.environ.get("PYTHONPATH", "")) if p)
+    settings.update(conf or {})
+    builder = SparkSession.builder.master(master)
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        session = builder.getOrCreate()
+    if not local:
+        ship_code(session)
+    return session
+
+
+@contextlib.contextmanager
+def replay_session(master: str = "local[*]", conf: Mapping[str, str] | None = None) -> Iterator[Any]:
+    """A Spark session for the duration of a ``with`` block, stopped afterwards only if this
+    block started it (a session already running in the process is reused and left running)."""
+    from pyspark.sql import SparkSession
+
+    existing = SparkSession.getActiveSession()
+    session = spark_session(master, conf)
+    try:
+        yield session
+    finally:
+        if existing is None:
+            session.stop()
+
+
+def ship_code(session) -> None:
+    """Send p4sub's packages to the executors of a cluster (a zip on their ``sys.path``)."""
+    root = project_root()
+    fd, path = tempfile.mkstemp(prefix="p4sub-", suffix=".zip")
+    os.close(fd)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for pkg in _PACKAGES:
+            for f in sorted((root / pkg).rglob("*")):
+                if f.is_file() and "__pycache__" not in f.parts:
+                    z.write(f, f.relative_to(root).as_posix())
+    session.sparkContext.addPyFile(path)
+
+
+def _run_ranges(broadcast, frames: Iterator[Any]) -> Iterator[Any]:
+    """The ``mapInPandas`` function: each input row is one range; each output frame its counters."""
+    import pandas as pd
+
+    warnings.simplefilter("ignore", FutureWarning)
+    ctx: ReplayContext = broadcast.value
+    for frame in frames:
+        for part, blob in zip(frame["part"].tolist(), frame["range"].tolist()):
+            stats = replay_range(ctx, pickle.loads(blob), int(part))
+            rows = stats.to_rows(ctx.space)
+            yield pd.DataFrame({
+                "part": pd.Series([r[0] for r in rows], dtype="int32"),
+                "metric": pd.Series([r[1] for r in rows], dtype="object"),
+                "port": pd.Series([r[2] for r in rows], dtype="int32"),
+                "value": pd.Series([r[3] for r in rows], dtype="int64"),
+            })
+
+
+class _Progress(threading.Thread):
+    """Prints finished/total partitions of the replay job on stderr while it runs."""
+
+    def __init__(self, sc, total: int, interval: float = 0.5) -> None:
+        super().__init__(daemon=True)
+        self.sc, self.total, self.interval = sc, total, interval
+        self.stop_event = threading.Event()
+        self.start_time = time.perf_counter()
+        self.tty = sys.stderr.isatty()
+
+    def run(self) -> None:
+        last = -1
+        while not self.stop_event.wait(self.interval):
+            done = self._done()
+            if done != last:
+                last = done
+                elapsed = time.perf_counter() - self.start_time
+                line = f"replay: {done}/{self.total} partitions done, {elapsed:.0f} s"
+                print(("\r" + line) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
+
+    def _done(self) -> int:
+        tracker = self.sc.statusTracker()
+        done = 0
+        for job_id in tracker.getJobIdsForGroup(JOB_GROUP):
+            job = tracker.getJobInfo(job_id)
+            for stage_id in job.stageIds if job else ():
+                stage = tracker.getStageInfo(stage_id)
+                if stage:
+                    done += stage.numCompletedTasks
+        return min(done, self.total)
+
+    def finish(self) -> None:
+        self.stop_event.set()
+        self.join()
+        if self.tty:
+            print(file=sys.stderr)
+
+
+def replay(pipeline: ir.Pipeline, typed: TypedRules, traces: Sequence[str | os.PathLike[str]], *,
+           app_name: str | None = None, spark=None, master: str = "local[*]", partitions: int | None = None,
+           batch_packets: int = DEFAULT_BATCH_PACKETS, progress: bool = False) -> ReplayResult:
+    """Replay ``traces`` through ``pipeline`` on Spark and count deliveries against ``typed`` rules.
+
+    ``spark``: a session to use (else one is made for ``master``, see :func:`replay_session`).
+    ``partitions``: how many ranges to cut the traces into (default: see :func:`plan_partitions`).
+    ``progress``: report the driver's walk and finished partitions on stderr.
+    """
+    start = time.perf_counter()
+    app_name = app_name or detect_app(pipeline)
+    ctx = ReplayContext.build(pipeline, typed, app_name, batch_packets)
+    with contextlib.ExitStack() as stack:
+        if spark is None:
+            spark = stack.enter_context(replay_session(master))
+        sc = spark.sparkContext
+        cores = sc.defaultParallelism
+        t_ctx = time.perf_counter()
+        splits = split_traces(traces, cores, partitions, progress)
+        t_split = time.perf_counter()
+        ranges = [r for s in splits for r in s.ranges]
+        broadcast = sc.broadcast(ctx)
+        t_setup = time.perf_counter()
+        try:
+            stats = _run_job(spark, broadcast, ranges, ctx.space, progress) if ranges else []
+        finally:
+            broadcast.unpersist()
+        end = time.perf_counter()
+        timings = {"setup": (t_ctx - start) + (t_setup - t_split), "split": t_split - t_ctx, "job": end - t_setup,
+                   "wall": end - start}
+        return _assemble(app_name, splits, ctx, stats, timings, sc.master, cores, typed)
+
+
+def _run_job(spark, broadcast, ranges: list[PcapRange], space: PortSpace, progress: bool) -> list[PartitionStats]:
+    from functools import partial
+
+    sc = spark.sparkContext
+    rows = [(i, pickle.dumps(r)) for i, r in enumerate(ranges)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        frame = spark.createDataFrame(sc.parallelize(rows, len(rows)), "part int, range binary")
+        sc.setJobGroup(JOB_GROUP, f"p4sub replay of {len(ranges)} ranges")
+        reporter = _Progress(sc, len(ranges)) if progress else None
+        if reporter:
+            reporter.start()
+        try:
+            collected = frame.mapInPandas(partial(_run_ranges, broadcast), OUTPUT_SCHEMA).collect()
+        finally:
+            if reporter:
+                reporter.finish()
+            sc.setLocalProperty("spark.jobGroup.id", None)
+    by_part: dict[int, list[tuple[str, int, int]]] = {i: [] for i in range(len(ranges))}
+    for row in collected:
+        by_part[row.part].append((row.metric, row.port, row.value))
+    return [PartitionStats.from_rows(part, items, space) for part, items in by_part.items()]

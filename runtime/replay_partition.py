@@ -1,0 +1,234 @@
+"""One replay task: a byte range of a trace through the model and the ground truth, counted per port.
+
+This is the part of replay that runs on executors. It is plain Python over numpy (no Spark here),
+so tests and benchmarks can run it directly and Spark only has to ship it ranges. A task keeps
+one batch of packets in memory at a time (``batch_packets``), so its memory does not depend on
+the size of the trace, and it returns counters only: per port, what was delivered, what was
+wanted, and what that cost, at two granularities:
+
+* messages (rows): a port *receives* a message when the pipeline sends that message's row there,
+  as a switch that prunes each copy to the port's own messages would deliver it;
+* packets: a port receives a packet when any of its rows goes there, as a switch that forwards
+  whole packets does. A packet is a false positive for a port when none of its messages is
+  wanted there; its length is the extra bytes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+
+from apps.pcap import PcapRange
+from compiler import ir
+from compiler.errors import P4subError
+from compiler.typecheck import TypedRules
+from runtime.groundtruth import GroundTruth, rule_ports
+from runtime.model import Model, Result
+from runtime.replay_apps import TraceApp, app
+from runtime.replay_ports import BLOCK_ROWS, PortSpace, count_bits, or_segments
+
+# Per-port counters, in the order they are stored.
+PORT_METRICS = (
+    "delivered", "wanted", "false_positives", "false_negatives", "fp_bytes", "fn_bytes",
+    "delivered_packets", "wanted_packets", "fp_packets", "fn_packets", "fp_packet_bytes", "delivered_packet_bytes",
+)
+
+SCALARS = ("packets", "messages", "rows", "rows_with_delivery", "decode_ns", "model_ns", "truth_ns", "count_ns", "wall_ns")
+
+
+def pipeline_ports(pipeline: ir.Pipeline) -> set[int]:
+    """Every port the pipeline can send to: arguments of set_egress_port actions and multicast members."""
+    ports: set[int] = {p for g in pipeline.multicast_groups for p in g.ports}
+    params: dict[str, int] = {}
+    for action in pipeline.actions:
+        for prim in action.body:
+            if prim.op == "set_egress_port":
+                params[action.name] = next(i for i, p in enumerate(action.params) if p.name == prim.args[0])
+    for e in pipeline.entries:
+        if e.action in params:
+            ports.add(e.args[params[e.action]])
+    for t in pipeline.tables:
+        if t.default_action in params and t.default_args:
+            ports.add(t.default_args[params[t.default_action]])
+    return ports
+
+
+@dataclass
+class ReplayContext:
+    """Everything a task needs, built once on the driver and shipped to executors."""
+
+    model: Model
+    truth: GroundTruth
+    space: PortSpace
+    app_name: str
+    batch_packets: int
+    port_masks: np.ndarray  # (max port + 1, words)
+    group_masks: np.ndarray  # (max group id + 1, words)
+
+    @classmethod
+    def build(cls, pipeline: ir.Pipeline, typed: TypedRules, app_name: str, batch_packets: int = 1 << 15) -> "ReplayContext":
+        space = PortSpace.of(pipeline_ports(pipeline) | rule_ports(typed))
+        truth = GroundTruth.build(typed, space)
+        model = Model(pipeline)
+        trace_app = app(app_name)
+        missing = sorted((set(model.inputs) | set(truth.fields)) - set(trace_app.columns))
+        if missing:
+            raise P4subError(f"{app_name} traces carry no {', '.join(missing)}; the {'pipeline' if set(missing) & set(model.inputs) else 'rules'}"
+                             f" test{'s' if len(missing) == 1 else ''} {'it' if len(missing) == 1 else 'them'}"
+                             f" (an {app_name} trace has: {', '.join(c for c in trace_app.columns if '.' in c)})")
+        top_port = max(space.ports, default=0)
+        port_masks = np.zeros((top_port + 1, space.words), dtype=np.uint64)
+        for p in space.ports:
+            port_masks[p] = space.mask([p])
+        top_group = max((g.id for g in pipeline.multicast_groups), default=0)
+        group_masks = np.zeros((top_group + 1, space.words), dtype=np.uint64)
+        for g in pipeline.multicast_groups:
+            group_masks[g.id] = space.mask(g.ports)
+        return cls(model, truth, space, app_name, batch_packets, port_masks, group_masks)
+
+    @property
+    def app(self) -> TraceApp:
+        return app(self.app_name)
+
+    def delivered(self, result: Result) -> np.ndarray:
+        """The model's verdicts as masks, with :meth:`Result.ports_of`'s reading: a multicast group
+        wins, else the egress port unless the packet was dropped."""
+        out = self.space.empty(len(result.port))
+        grouped = result.group > 0
+        out[grouped] = self.group_masks[result.group[grouped]]
+        single = ~grouped & (result.port >= 0) & ~result.dropped
+        out[single] = self.port_masks[result.port[single]]
+        return out
+
+
+@dataclass
+class PartitionStats:
+    """What one task counted. ``ports`` maps each metric of :data:`PORT_METRICS` to an int64 array
+    aligned with the context's port space."""
+
+    part: int
+    scalars: dict[str, int] = field(default_factory=dict)
+    ports: dict[str, np.ndarray] = field(default_factory=dict)
+    damage: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, part: int, n_ports: int) -> "PartitionStats":
+        return cls(part, {k: 0 for k in SCALARS}, {m: np.zeros(n_ports, dtype=np.int64) for m in PORT_METRICS})
+
+    # -- long format, for Spark rows ------------------------------------------------------------
+    def to_rows(self, space: PortSpace) -> list[tuple[int, str, int, int]]:
+        """``(part, metric, port, value)``; port -1 for scalars, damage (``damage:reason``) and skips."""
+        rows = [(self.part, k, -1, int(v)) for k, v in self.scalars.items()]
+        rows += [(self.part, f"damage:{k}", -1, int(v)) for k, v in self.damage.items()]
+        rows += [(self.part, f"skipped:{k}", -1, int(v)) for k, v in self.skipped.items()]
+        for m, arr in self.ports.items():
+            rows += [(self.part, m, p, int(v)) for p, v in zip(space.ports, arr.tolist()) if v]
+        return rows
+
+    @classmethod
+    def from_rows(cls, part: int, rows: Iterable[tuple[str, int, int]], space: PortSpace) -> "PartitionStats":
+        out = cls.empty(part, len(space.ports))
+        for metric, port, value in rows:
+            if metric.startswith("damage:"):
+                out.damage[metric[7:]] = out.damage.get(metric[7:], 0) + value
+            elif metric.startswith("skipped:"):
+                out.skipped[metric[8:]] = out.skipped.get(metric[8:], 0) + value
+            elif port < 0:
+                out.scalars[metric] = out.scalars.get(metric, 0) + value
+            else:
+                out.ports[metric][space.bit(port)] += value
+        return out
+
+
+def _packet_starts(packet_index: np.ndarray) -> np.ndarray:
+    if len(packet_index) == 0:
+        return np.zeros(0, dtype=np.int64)
+    change = np.flatnonzero(packet_index[1:] != packet_index[:-1]) + 1
+    return np.concatenate([[0], change]).astype(np.int64)
+
+
+MESSAGE_COUNTS = {"delivered": "d", "wanted": "w", "false_positives": "fp", "false_negatives": "fn"}
+MESSAGE_WEIGHTS = {"fp_bytes": "fp", "fn_bytes": "fn"}
+PACKET_COUNTS = {"delivered_packets": "d", "wanted_packets": "w", "fp_packets": "fp", "fn_packets": "fn"}
+PACKET_WEIGHTS = {"fp_packet_bytes": "fp", "delivered_packet_bytes": "d"}
+
+
+def _count(space: PortSpace, delivered: np.ndarray, wanted: np.ndarray, size: np.ndarray | None,
+           counts: dict[str, str], weights: dict[str, str], ports: dict[str, np.ndarray]) -> None:
+    """Add per-port counts of delivered (d), wanted (w), false positive (fp) and false negative (fn)
+    rows under the metric names of ``counts``, and sums of ``size`` under those of ``weights``."""
+    for a in range(0, len(delivered), BLOCK_ROWS):
+        d = space.bits(delivered[a : a + BLOCK_ROWS])
+        w = space.bits(wanted[a : a + BLOCK_ROWS])
+        sets = {"d": d, "w": w, "fp": d & ~w, "fn": w & ~d}
+        for name, which in counts.items():
+            ports[name] += count_bits(sets[which])
+        if size is not None:
+            for name, which in weights.items():
+                ports[name] += count_bits(sets[which], size[a : a + BLOCK_ROWS])
+
+
+def count_batch(ctx: ReplayContext, batch: dict[str, np.ndarray], stats: PartitionStats) -> None:
+    """Run one batch through the model and the ground truth and add its counts to ``stats``."""
+    t0 = time.perf_counter_ns()
+    result = ctx.model.run(batch)
+    t1 = time.perf_counter_ns()
+    wanted = ctx.truth.wanted(batch)
+    t2 = time.perf_counter_ns()
+    delivered = ctx.delivered(result)
+    msg_bytes = ctx.app.message_bytes
+    size = batch[msg_bytes].astype(np.int64) if msg_bytes is not None else None
+    _count(ctx.space, delivered, wanted, size, MESSAGE_COUNTS, MESSAGE_WEIGHTS, stats.ports)
+    starts = _packet_starts(batch["packet_index"])
+    pkt_len = batch["packet_len"][starts].astype(np.int64)
+    pkt_delivered, pkt_wanted = or_segments(delivered, starts), or_segments(wanted, starts)
+    _count(ctx.space, pkt_delivered, pkt_wanted, pkt_len, PACKET_COUNTS, PACKET_WEIGHTS, stats.ports)
+    stats.scalars["rows"] += len(result.port)
+    stats.scalars["rows_with_delivery"] += int(np.count_nonzero(delivered.any(axis=1)))
+    t3 = time.perf_counter_ns()
+    stats.scalars["model_ns"] += t1 - t0
+    stats.scalars["truth_ns"] += t2 - t1
+    stats.scalars["count_ns"] += t3 - t2
+
+
+def replay_range(ctx: ReplayContext, rng: PcapRange, part: int) -> PartitionStats:
+    """Read, run and count one range of a trace."""
+    start = time.perf_counter_ns()
+    stats = PartitionStats.empty(part, len(ctx.space.ports))
+    source = ctx.app.open(rng, ctx.batch_packets)
+    batches = iter(source)
+    decode_ns = 0
+    while True:
+        t = time.perf_counter_ns()
+        batch = next(batches, None)
+        decode_ns += time.perf_counter_ns() - t
+        if batch is None:
+            break
+        count_batch(ctx, batch, stats)
+    stats.scalars["packets"] = source.packets_read
+    stats.scalars["messages"] = ctx.app.messages_read(source, stats.scalars["rows"])
+    stats.scalars["decode_ns"] = decode_ns
+    stats.scalars["wall_ns"] = time.perf_counter_ns() - start
+    stats.damage = dict(source.damage.counts)
+    stats.skipped = dict(source.skipped.counts)
+    return stats
+
+
+def merge(stats: Iterable[PartitionStats], n_ports: int) -> PartitionStats:
+    """The sum of several tasks' counts (part -1)."""
+    total = PartitionStats.empty(-1, n_ports)
+    for s in stats:
+        for k, v in s.scalars.items():
+            total.scalars[k] = total.scalars.get(k, 0) + v
+        for m, arr in s.ports.items():
+            total.ports[m] = total.ports[m] + arr
+        for k, v in s.damage.items():
+            total.damage[k] = total.damage.get(k, 0) + v
+        for k, v in s.skipped.items():
+            total.skipped[k] = total.skipped.get(k, 0) + v
+    return total
+

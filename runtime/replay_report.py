@@ -1,0 +1,181 @@
+"""What a replay tells its user: ``summary.json``, a table on stdout and three plots.
+
+The numbers come from :class:`runtime.replay.ReplayResult`; nothing here recomputes them. Rates
+are named for what they divide: *end to end* divides by the time from the first byte read to the
+last counter collected (cutting the traces and the Spark job; building the model is ``setup``);
+*pipeline* divides by the time spent inside the reference model only, summed over tasks, which
+is a per-core figure (times the cores for the whole cluster's).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runtime.replay import ReplayResult
+from runtime.replay_partition import PORT_METRICS
+
+
+def _rate(count: int, seconds: float) -> float:
+    return count / seconds if seconds > 0 else 0.0
+
+
+def summary(result: ReplayResult) -> dict[str, Any]:
+    """The replay as JSON-ready data (written as ``summary.json``)."""
+    t, s = result.total, result.total.scalars
+    streamed = result.timings["split"] + result.timings["job"]
+    model_s = s["model_ns"] / 1e9
+    ports = []
+    for i, port in enumerate(result.space.ports):
+        row = {"port": port, **{m: int(t.ports[m][i]) for m in PORT_METRICS}}
+        row["fp_rate"] = row["false_positives"] / row["delivered"] if row["delivered"] else 0.0
+        row["fp_packet_rate"] = row["fp_packets"] / row["delivered_packets"] if row["delivered_packets"] else 0.0
+        ports.append(row)
+    parts = []
+    for stats, rng in zip(result.partitions, result.ranges):
+        ps = stats.scalars
+        parts.append({
+            "part": stats.part, "trace": rng.path, "start": rng.start, "end": rng.end,
+            "packets": ps["packets"], "messages": ps["messages"], "rows": ps["rows"],
+            "damaged": sum(stats.damage.values()), "seconds": ps["wall_ns"] / 1e9,
+            "messages_per_s": _rate(ps["messages"], ps["wall_ns"] / 1e9),
+            "pipeline_rows_per_s": _rate(ps["rows"], ps["model_ns"] / 1e9),
+        })
+    totals = {m: int(t.ports[m].sum()) for m in PORT_METRICS}
+    return {
+        "app": result.app,
+        "traces": result.traces,
+        "master": result.master,
+        "cores": result.cores,
+        "partitions": len(result.partitions),
+        "rules": result.rules,
+        "ground_truth": "exact: every message evaluated against every rule (vectorised)",
+        "exact": result.exact,
+        "packets": s["packets"],
+        "messages": s["messages"],
+        "rows": s["rows"],
+        "damaged": sum(t.damage.values()),
+        "damage": dict(sorted(t.damage.items())),
+        "skipped": dict(sorted(t.skipped.items())),
+        "totals": totals,
+        "throughput": {
+            "end_to_end_messages_per_s": _rate(s["messages"], streamed),
+            "end_to_end_rows_per_s": _rate(s["rows"], streamed),
+            "pipeline_rows_per_s_per_core": _rate(s["rows"], model_s),
+            "pipeline_messages_per_s_per_core": _rate(s["messages"], model_s),
+            "pipeline_rows_per_s_all_cores": _rate(s["rows"], model_s) * min(result.cores, max(1, len(result.partitions))),
+        },
+        "timings_s": {**{k: round(v, 6) for k, v in result.timings.items()},
+                      **{f"tasks_{k[:-3]}": s[k] / 1e9 for k in ("decode_ns", "model_ns", "truth_ns", "count_ns", "wall_ns")}},
+        "ports": ports,
+        "partition_detail": parts,
+        "ground_truth_families": result.families,
+    }
+
+
+def _si(x: float) -> str:
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.2f}{unit}"
+    return f"{x:.0f}"
+
+
+def text_table(data: dict[str, Any]) -> str:
+    """The short table printed on stdout."""
+    th = data["throughput"]
+    lines = [
+        f"replayed {data['messages']:,} messages ({data['rows']:,} rows for the pipeline) in {data['packets']:,} packets "
+        f"from {len(data['traces'])} trace(s); {data['damaged']:,} damaged spot(s) skipped",
+        f"end to end {_si(th['end_to_end_messages_per_s'])} messages/s on {data['master']} ({data['partitions']} partitions); "
+        f"pipeline alone {_si(th['pipeline_rows_per_s_per_core'])} rows/s per core "
+        f"({_si(th['pipeline_messages_per_s_per_core'])} messages/s)",
+        "",
+        f"{'port':>6} {'delivered':>11} {'wanted':>11} {'false+':>9} {'false-':>9} {'extra B':>11} "
+        f"{'packets':>10} {'false+ pkt':>10} {'extra pkt B':>12}",
+    ]
+    for p in data["ports"]:
+        if not (p["delivered"] or p["wanted"] or p["delivered_packets"]):
+            continue
+        lines.append(f"{p['port']:>6} {p['delivered']:>11,} {p['wanted']:>11,} {p['false_positives']:>9,} {p['false_negatives']:>9,} "
+                     f"{p['fp_bytes']:>11,} {p['delivered_packets']:>10,} {p['fp_packets']:>10,} {p['fp_packet_bytes']:>12,}")
+    t = data["totals"]
+    lines.append(f"{'all':>6} {t['delivered']:>11,} {t['wanted']:>11,} {t['false_positives']:>9,} {t['false_negatives']:>9,} "
+                 f"{t['fp_bytes']:>11,} {t['delivered_packets']:>10,} {t['fp_packets']:>10,} {t['fp_packet_bytes']:>12,}")
+    lines.append("")
+    if data["exact"]:
+        lines.append("no false negatives: every port received every message its subscriptions asked for"
+                     + ("" if t["false_positives"] else ", and nothing else"))
+    else:
+        lines.append(f"FALSE NEGATIVES: {t['false_negatives']:,} wanted deliveries missing (the pipeline loses messages)")
+    return "\n".join(lines)
+
+
+def plot(data: dict[str, Any], out_dir: Path) -> list[Path]:
+    """Deliveries per port, false-positive rate per port, throughput per partition (PNG, Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ports = [p for p in data["ports"] if p["delivered"] or p["wanted"]]
+    labels = [str(p["port"]) for p in ports]
+    x = np.arange(len(ports))
+    paths = []
+
+    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(ports) + 2), 4))
+    width = 0.4
+    ax.bar(x - width / 2, [p["wanted"] for p in ports], width, label="wanted", color="#4c72b0")
+    ax.bar(x + width / 2, [p["delivered"] for p in ports], width, label="delivered", color="#55a868")
+    ax.bar(x + width / 2, [p["false_positives"] for p in ports], width, label="false positives", color="#c44e52")
+    ax.set_xticks(x, labels, rotation=90 if len(ports) > 24 else 0)
+    ax.set_xlabel("port")
+    ax.set_ylabel("messages")
+    ax.set_title("Deliveries per port")
+    ax.legend()
+    fig.tight_layout()
+    paths.append(out_dir / "deliveries_per_port.png")
+    fig.savefig(paths[-1], dpi=100)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(ports) + 2), 4))
+    ax.bar(x, [100 * p["fp_rate"] for p in ports], color="#c44e52", label="messages")
+    ax.plot(x, [100 * p["fp_packet_rate"] for p in ports], "k.", label="packets")
+    ax.set_xticks(x, labels, rotation=90 if len(ports) > 24 else 0)
+    ax.set_xlabel("port")
+    ax.set_ylabel("false positives (% of delivered)")
+    ax.set_title("False-positive rate per port")
+    ax.legend()
+    fig.tight_layout()
+    paths.append(out_dir / "false_positive_rate.png")
+    fig.savefig(paths[-1], dpi=100)
+    plt.close(fig)
+
+    parts = data["partition_detail"]
+    fig, ax = plt.subplots(figsize=(max(6, 0.3 * len(parts) + 2), 4))
+    px = np.arange(len(parts))
+    ax.bar(px, [p["messages_per_s"] / 1e6 for p in parts], color="#4c72b0", label="task, end to end")
+    ax.plot(px, [p["pipeline_rows_per_s"] / 1e6 for p in parts], "o", color="#dd8452", label="pipeline alone (rows)")
+    ax.set_xlabel("partition")
+    ax.set_ylabel("million messages per second")
+    ax.set_title("Throughput per partition")
+    ax.legend()
+    fig.tight_layout()
+    paths.append(out_dir / "throughput_per_partition.png")
+    fig.savefig(paths[-1], dpi=100)
+    plt.close(fig)
+    return paths
+
+
+def write_report(result: ReplayResult, out_dir: str | os.PathLike[str], plots: bool = True) -> dict[str, Any]:
+    """Write ``summary.json`` (and the plots) into ``out_dir``; return the summary."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = summary(result)
+    (out / "summary.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    if plots:
+        plot(data, out)
+    return data
