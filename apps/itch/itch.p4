@@ -85,7 +85,7 @@ header add_order_t {
     bit<32> price;               // Price(4): 1234500 is 123.4500
 }
 
-@query_field_exact(add_order.stock, string)
+@query_field(add_order.stock, string)
 @query_field_range(add_order.price, scale=4)
 @query_field_range(add_order.shares)
 @query_field_exact(add_order.buy_sell_indicator, string)

@@ -105,3 +105,9 @@ def emit(pipeline: ir.Pipeline, out_dir: str | Path, options: TofinoOptions = To
     (out / ENTRIES_FILE).write_text(json.dumps(rendered.entries, indent=1) + "\n", encoding="utf-8")
     (out / RESOURCES_FILE).write_text(json.dumps(rendered.resources, indent=2) + "\n", encoding="utf-8")
     return rendered
+
+
+def options_from_args(args) -> TofinoOptions:
+    """The Tofino choices ``p4sub compile`` exposes: ``--allow-recirculation`` and ``--batch``."""
+    return replace(TofinoOptions(), allow_recirculation=bool(getattr(args, "allow_recirculation", False)),
+                   batch=getattr(args, "batch", None) or TofinoOptions().batch)

@@ -348,7 +348,8 @@ def _raise_no_room(name: str, uses: dict[str, TableUse], placed: dict[str, tuple
     last = max((v[1] for v in placed.values()), default=-1)
     use = uses[name]
     passes = target.passes_with_recirculation if recirculation else 1
-    hint = "" if recirculation else "; allow_recirculation would give it a second pass"
+    hint = "" if recirculation else ("; --allow-recirculation would give it a second pass (single-message"
+                                     " packets), or --batch first evaluates only the first message of a packet")
     raise ResourceError(
         f"{gress} table {name} does not fit: it needs {use.sram_blocks} SRAM and {use.tcam_blocks} TCAM blocks "
         f"after stage {last} of {target.stages * passes} ({target.name} has {target.stages} stages, "

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from compiler import ir
 from compiler.cli import add_command
-from compiler.compile import CompileOptions, compile_files, field_order_arg
+from compiler.compile import CompileOptions, compile_rules, field_order_arg
 from compiler.dnf import DEFAULT_LIMIT
 from compiler.errors import P4subError
 from compiler.tables import RANGE_ENCODINGS, TableOptions
@@ -30,6 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--encode", action="append", default=[], metavar="FIELD=KIND",
                    help="match kind for one field (exact, range, ternary, lpm, compress); repeatable")
     p.add_argument("--dnf-limit", type=int, default=DEFAULT_LIMIT, help="largest DNF a single rule may expand to")
+    p.add_argument("--allow-recirculation", action="store_true",
+                   help="tofino: split a pipeline longer than the stages over two passes")
+    p.add_argument("--batch", choices=("auto", "single", "first", "union"),
+                   help="how a packet with several messages is evaluated (see docs/bmv2.md, docs/tofino.md)")
     p.add_argument("--dot", help="also write the decision diagram as Graphviz to this file")
     p.set_defaults(func=run)
 
@@ -46,12 +51,20 @@ def options_from_args(args: argparse.Namespace) -> CompileOptions:
 
 
 def run(args: argparse.Namespace) -> int:
-    compiled = compile_files(args.spec, args.rules, options_from_args(args))
+    from compiler.lang import read_rules
+    from compiler.spec_reader import read_spec
+
+    spec = read_spec(args.spec)
+    options = options_from_args(args)
+    backend = importlib.import_module(f"backends.{args.target}") if args.target != "none" else None
+    if backend is not None and hasattr(backend, "compile_options"):
+        options = replace(options, tables=backend.compile_options(spec, options.tables))  # the target's encodings
+    compiled = compile_rules(spec, read_rules(args.rules), options)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if args.target != "none":
-        backend = importlib.import_module(f"backends.{args.target}")
-        backend.emit(compiled.pipeline, out)  # checks resources first: nothing is written if it does not fit
+    if backend is not None:
+        emit_options = (backend.options_from_args(args),) if hasattr(backend, "options_from_args") else ()
+        backend.emit(compiled.pipeline, out, *emit_options)  # checks resources first: nothing is written if it does not fit
     ir.save(compiled.pipeline, out / "pipeline.json")
     (out / "stats.json").write_text(json.dumps(compiled.stats, indent=2) + "\n", encoding="utf-8")
     sources = {"spec": str(Path(args.spec).resolve()), "rules": str(Path(args.rules).resolve()),

@@ -122,7 +122,7 @@ def chain(n: int) -> ir.Pipeline:
 def test_more_dependent_tables_than_stages_is_a_resource_error_naming_the_table():
     est, _ = uses(chain(12))
     assert est.stages == 12
-    with pytest.raises(ResourceError, match=r"table t12 does not fit.*12 stages.*allow_recirculation"):
+    with pytest.raises(ResourceError, match=r"table t12 does not fit.*12 stages.*allow-recirculation"):
         uses(chain(13))
 
 
