@@ -97,7 +97,7 @@ def test_itch_spec_annotations_are_the_contract():
     spec = read_spec(ITCH)
     got = {name: (q.width, q.match_kind, q.scale, q.is_string) for name, q in spec.query_fields.items()}
     assert got == {
-        "add_order.stock": (64, "exact", 0, True),
+        "add_order.stock": (64, None, 0, True),  # no match kind: the compiler picks exact or prefix
         "add_order.price": (32, "range", 4, False),
         "add_order.shares": (32, "range", 0, False),
         "add_order.buy_sell_indicator": (8, "exact", 0, True),
