@@ -232,3 +232,40 @@ def test_bf_p4c_compiles_the_program(scalar, tmp_path):
     done = subprocess.run(["bf-p4c", "--target", "tofino", "--arch", "tna", "-o", str(tmp_path / "build"),
                            str(tmp_path / "program.p4")], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
+
+
+def _tna_include() -> str | None:
+    """A directory holding ``tna.p4``: $P4SUB_TNA_INCLUDE, the SDE's install, or a p4c source tree beside p4test."""
+    import os
+    from pathlib import Path
+
+    candidates = [os.environ.get("P4SUB_TNA_INCLUDE", "")]
+    if os.environ.get("SDE_INSTALL"):
+        candidates.append(f"{os.environ['SDE_INSTALL']}/share/p4c/p4include")
+    p4test = shutil.which("p4test")
+    if p4test:
+        candidates.append(str(Path(p4test).resolve().parents[1] / "share/p4c/p4include"))
+    return next((c for c in candidates if c and (Path(c) / "tna.p4").is_file()), None)
+
+
+@pytest.mark.p4c
+@pytest.mark.parametrize("which", ["scalar", "scalar-recirculating", "itch-union", "itch-first", "int"])
+def test_p4test_type_checks_the_tna_program(which, tmp_path):
+    """p4c's front and mid end against tna.p4 itself (signatures, intrinsic metadata, externs)."""
+    include = _tna_include()
+    if shutil.which("p4test") is None or include is None:
+        pytest.skip("needs p4test on PATH and tna.p4 (set P4SUB_TNA_INCLUDE to p4c's "
+                    "backends/tofino/bf-p4c/p4include or to $SDE_INSTALL/share/p4c/p4include)")
+    if which.startswith("scalar"):
+        small = TofinoOptions(target=tofino.Target(name="small", stages=2), allow_recirculation=True)
+        r = tofino.build(compile_text(scalar_spec(), SCALAR_RULES), small if which.endswith("recirculating") else TofinoOptions())
+    elif which == "itch-union":
+        r = tofino.build(itch_pipeline(per_field=tofino.compile_options(itch_pipeline().spec).per_field_encoding))
+    elif which == "itch-first":
+        r = tofino.build(itch_pipeline(), TofinoOptions(batch="first"))
+    else:
+        r = tofino.build(int_pipeline())
+    (tmp_path / "program.p4").write_text(r.program.text)
+    done = subprocess.run(["p4test", "-D__TARGET_TOFINO__=1", "-I", include, str(tmp_path / "program.p4")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "error" not in done.stderr, done.stderr
