@@ -19,6 +19,7 @@ The output directory (read back by :mod:`runtime.netsim`)::
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -33,7 +34,7 @@ from compiler import rules as ast
 from compiler.approximate import Alpha, check_alpha
 from compiler.compile import CompileOptions, compile_rules
 from compiler.errors import P4subError
-from compiler.routing import UP_PORT, SwitchRules, lower_up_port, route
+from compiler.routing import UP_PORT, SwitchRules, lower_up_port, route, send_misses_up
 from compiler.spec import Spec
 from compiler.topology import Topology
 from compiler.topology_file import write_topology
@@ -72,7 +73,13 @@ def layer_name(layer: int, top: int) -> str:
 def compile_switch(task: SwitchTask, keep_pipeline: bool = False) -> dict[str, Any]:
     """Compile one switch's rules; write its directory when ``task.out_dir`` is set."""
     sr = task.rules
-    compiled = compile_rules(task.spec, sr.rules, task.options)
+    options = task.options
+    if options.field_order:  # one network-wide order; each switch uses the fields its own rules test
+        tested = {c.attribute.name for r in sr.rules for c in ast.comparisons(r.filter)}
+        options = dataclasses.replace(options, field_order=tuple(f for f in options.field_order if f in tested))
+    compiled = compile_rules(task.spec, sr.rules, options)
+    if sr.miss_up:
+        compiled = dataclasses.replace(compiled, pipeline=send_misses_up(compiled.pipeline))
     stats = dict(compiled.stats)
     stats.update(switch=sr.switch, layer=sr.layer, rules=len(sr.rules), up_ports=list(sr.up_ports))
     if task.out_dir is not None:
@@ -83,7 +90,9 @@ def compile_switch(task: SwitchTask, keep_pipeline: bool = False) -> dict[str, A
             backend.emit(lower_up_port(compiled.pipeline, sr.up_ports), out)
         ir.save(compiled.pipeline, out / "pipeline.json")
         header = (f"# rules of switch {sr.switch} (layer {sr.layer}); port {UP_PORT} is the logical up port "
-                  f"(physical up ports {', '.join(map(str, sr.up_ports)) or 'none'})\n")
+                  f"(physical up ports {', '.join(map(str, sr.up_ports)) or 'none'})\n"
+                  + (f"# MR: a packet no rule matches goes to port {UP_PORT} (the leaf table's default action)\n"
+                     if sr.miss_up else ""))
         (out / "rules.sub").write_text(header + str(sr.rules), encoding="utf-8")
         (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     if keep_pipeline:
@@ -121,6 +130,10 @@ def compile_network(
     start = time.perf_counter()
     typed = check_rules(rules, spec, port_bits=HOST_ID_BITS)
     check_alpha(alpha, typed.fields)
+    unknown = [f for f in options.field_order if f not in typed.fields]
+    if unknown:
+        raise P4subError(f"--field-order names {', '.join(unknown)}, which no rule tests "
+                         f"(fields tested: {', '.join(typed.fields) or 'none'})")
     per_switch = route(topology, rules, typed.fields, policy, alpha)
     route_seconds = time.perf_counter() - start
     out = str(out_dir) if out_dir is not None else None

@@ -78,6 +78,8 @@ class SwitchRules:
     up_ports: tuple[int, ...]
     down_ports: tuple[int, ...]
     host_ports: tuple[int, ...]
+    miss_up: bool = False
+    """MR's ``true -> up``, stored as the leaf table's default action (see :func:`mr_rules`)."""
 
 
 def orientation(topology: Topology) -> Orientation:
@@ -179,10 +181,37 @@ def route(topology: Topology, rules: ast.RuleSet, fields: Mapping[str, QueryFiel
     out = {}
     for s in topology.switches():
         host_ports = topology.host_ports(s)
-        out[s] = SwitchRules(s, topology.layer(s), ast.RuleSet(per_switch[s], f"{rules.path}@{s}"),
+        switch_rules, miss_up = per_switch[s], False
+        if policy == "mr":
+            switch_rules, miss_up = mr_rules(switch_rules)
+        out[s] = SwitchRules(s, topology.layer(s), ast.RuleSet(switch_rules, f"{rules.path}@{s}"),
                              topology.up_ports(s), tuple(p for p in topology.down_ports(s) if p not in host_ports),
-                             host_ports)
+                             host_ports, miss_up)
     return out
+
+
+def mr_rules(rules: tuple[ast.Rule, ...]) -> tuple[tuple[ast.Rule, ...], bool]:
+    """MR's ``true -> up`` without a rule for it: every rule also goes up, and a miss goes up.
+
+    Compiled as a rule, ``true`` is one more predicate the diagram must carry to the leaves (the
+    path that matches nothing needs entries of its own). As the leaf table's default action it costs
+    no entry, and the diagram is that of the down-port rules alone, which is never larger than TR's
+    diagram of the same rules plus an exact up filter (for one field order). Returns the rules and
+    whether the switch sends misses up.
+    """
+    up_only = next((r for r in rules if r.ports == (UP_PORT,) and r.filter == ast.Const(True)), None)
+    if up_only is None:
+        return rules, False
+    out = tuple(ast.Rule(r.filter, (ast.Forward(tuple(sorted(set(r.ports) | {UP_PORT}))),), r.location)
+                for r in rules if r is not up_only)
+    return out, True
+
+
+def send_misses_up(pipeline: ir.Pipeline) -> ir.Pipeline:
+    """The pipeline with its leaf table's default action forwarding to :data:`UP_PORT` instead of dropping."""
+    tables = tuple(dataclasses.replace(t, default_action="forward", default_args=(UP_PORT,)) if t.role == "leaf" else t
+                   for t in pipeline.tables)
+    return dataclasses.replace(pipeline, tables=tables)
 
 
 def _port_sets(topology: Topology, rules: ast.RuleSet, policy: Policy, alpha: Alpha,
@@ -278,9 +307,13 @@ def lower_up_port(pipeline: ir.Pipeline, up_ports: tuple[int, ...]) -> ir.Pipeli
     groups = {g.id: g for g in pipeline.multicast_groups}
     if not up_ports:
         if any(UP_PORT in g.ports for g in groups.values()) or any(
-                e.table in leaf_tables and e.action == "forward" and e.args == (UP_PORT,) for e in pipeline.entries):
+                e.table in leaf_tables and e.action == "forward" and e.args == (UP_PORT,) for e in pipeline.entries) or any(
+                t.name in leaf_tables and t.default_args == (UP_PORT,) for t in pipeline.tables):
             raise P4subError("the pipeline forwards to the logical up port, but the switch has no up ports")
         return pipeline
+    tables = tuple(dataclasses.replace(t, default_args=(up_ports[0],))
+                   if t.name in leaf_tables and t.default_action == "forward" and t.default_args == (UP_PORT,) else t
+                   for t in pipeline.tables)
     variants: dict[tuple[int, int], int] = {}
     next_id = max(groups, default=0) + 1
     new_groups = list(pipeline.multicast_groups)
@@ -310,7 +343,7 @@ def lower_up_port(pipeline: ir.Pipeline, up_ports: tuple[int, ...]) -> ir.Pipeli
         entries.append(ir.Entry(e.table, e.matches, e.action, tuple(args), e.priority))
     used = {g for e in entries if e.table in leaf_tables for g in _groups_of(pipeline, e)}
     kept = tuple(g for g in new_groups if g.id in used)
-    return dataclasses.replace(pipeline, entries=tuple(entries), multicast_groups=kept)
+    return dataclasses.replace(pipeline, tables=tables, entries=tuple(entries), multicast_groups=kept)
 
 
 def _groups_of(pipeline: ir.Pipeline, entry: ir.Entry) -> list[int]:

@@ -8,12 +8,12 @@ from decimal import Decimal
 import networkx as nx
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from compiler import rules as ast
 from compiler.approximate import Alpha
-from compiler.compile import compile_rules
+from compiler.compile import CompileOptions, compile_rules
 from compiler.errors import P4subError
 from compiler.network_compile import compile_network
 from compiler.routing import UP_PORT, filter_sets, lower_up_port, orientation, route
@@ -116,7 +116,8 @@ def test_alpha_applies_to_switch_ports_only():
     assert e11 == {(3,): "m.a > 53", (UP_PORT,): "m.a > 50"}
     assert {r.ports: str(r.filter) for r in per["a2_1"].rules} == {(UP_PORT, 3): "m.a > 50"}
     mr = route(topo, rules, fields, "mr", Alpha(Decimal(10)))
-    assert {r.ports: str(r.filter) for r in mr["e1_1"].rules} == {(3,): "m.a > 53", (UP_PORT,): "true"}
+    assert {r.ports: str(r.filter) for r in mr["e1_1"].rules} == {(UP_PORT, 3): "m.a > 53"}
+    assert mr["e1_1"].miss_up and not mr["c1"].miss_up  # MR's "true -> up" is the default action
     assert {r.ports: str(r.filter) for r in mr["c1"].rules} == {(1, 2): "m.a > 50"}
 
 
@@ -161,6 +162,42 @@ def test_mr_filters_are_tr_filters_below_plus_true_up(per_host):
             assert mr[s][UP_PORT] == [ast.Const(True)]
         mr_filters = {f for fs in mr[s].values() for f in fs} - {ast.Const(True)}
         assert mr_filters <= {f for fs in tr[s].values() for f in fs}, s
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 255), st.integers(1, 255)), max_size=2), min_size=16, max_size=16))
+def test_mr_never_stores_more_entries_than_tr_at_aggregation_and_core(per_host):
+    """For one field order: MR's diagram is that of the down-port rules (``true -> up`` is the leaf
+    table's default action), a projection of TR's diagram of the same rules plus the exact up filter."""
+    assume(any(per_host))
+    topo = fat_tree(4)
+    rules = ast.RuleSet(tuple(
+        ast.Rule(ast.And((ast.Comparison(ast.Field("m.a"), ">", ast.Number(a)),
+                          ast.Comparison(ast.Field("m.b"), "<", ast.Number(b)))), (ast.Forward((host,)),))
+        for host, subs in enumerate(per_host, start=1) for a, b in subs))
+    options = CompileOptions(field_order=("m.a", "m.b"))
+    mr = compile_network(topo, rules, SPEC, policy="mr", options=options, jobs=1).stats["switches"]
+    tr = compile_network(topo, rules, SPEC, policy="tr", options=options, jobs=1).stats["switches"]
+    for s in topo.switches():
+        if topo.layer(s) >= 2:
+            assert mr[s]["total_entries"] <= tr[s]["total_entries"], s
+
+
+def test_mr_sends_what_no_rule_matches_up_by_default():
+    topo = fat_tree(4)
+    rules = host_rules([["h1"], ["h2", "h9"]], topo)
+    result = compile_network(topo, rules, SPEC, policy="mr", jobs=1, keep_pipelines=True)
+    edge = result.pipelines["e1_1"]  # h1's and h2's switch
+    leaf = next(t for t in edge.tables if t.role == "leaf")
+    assert (leaf.default_action, leaf.default_args) == ("forward", (UP_PORT,))
+    values = np.arange(4, dtype=np.uint64)
+    ports = Model(edge).run({"m.a": values, "m.b": np.zeros(4, dtype=np.uint64)}).port_sets()
+    host_port = {h: topo.host_attachment(h)[1] for h in ("h1", "h2")}
+    assert ports == [{host_port["h1"], UP_PORT}, {host_port["h2"], UP_PORT}, {UP_PORT}, {UP_PORT}]
+    core = result.pipelines["c1"]
+    assert next(t for t in core.tables if t.role == "leaf").default_action == "drop_packet"
+    lowered = lower_up_port(edge, topo.up_ports("e1_1"))
+    assert next(t for t in lowered.tables if t.role == "leaf").default_args == (topo.up_ports("e1_1")[0],)
 
 
 def test_compile_network_writes_the_network_directory(tmp_path):
