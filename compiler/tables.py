@@ -42,6 +42,10 @@ class TableOptions:
     headroom: float = 1.25
     min_size: int = 64
     exact_expand_limit: int = 64
+    # Floors carried over from a previous compile (``p4sub compile --like``), so that an update with
+    # the same tables renders the same program and installs as entry changes only.
+    min_state_bits: int = 0
+    min_sizes: dict[str, int] = field(default_factory=dict)
 
 
 def sanitize(name: str) -> str:
@@ -66,7 +70,7 @@ class _Slicer:
         self.name = name
         order = diagram.reachable()
         self.state_of = {node: i for i, node in enumerate(order)}
-        self.state_width = max(1, (len(order) - 1).bit_length())
+        self.state_width = max(1, (len(order) - 1).bit_length(), options.min_state_bits)
         self.entries: list[ir.Entry] = []
         self.tables: list[ir.Table] = []
         self.metadata: list[ir.Metadata] = [ir.Metadata(ir.STATE, self.state_width)]
@@ -106,7 +110,7 @@ class _Slicer:
 
     def _sized(self, table: ir.Table) -> ir.Table:
         n = sum(1 for e in self.entries if e.table == table.name)
-        size = max(self.options.min_size, math.ceil(n * self.options.headroom))
+        size = max(self.options.min_size, math.ceil(n * self.options.headroom), self.options.min_sizes.get(table.name, 0))
         return ir.Table(**{**table.__dict__, "size": size})
 
     # -- field stages -----------------------------------------------------------------------

@@ -148,7 +148,30 @@ def from_proto(entity: p4runtime_pb2.Entity, names: Names) -> dict:
 
 
 def pipeline_cookie(p4info_text: bytes, device_config: bytes) -> int:
-    return int.from_bytes(hashlib.sha256(p4info_text + b"\0" + device_config).digest()[:8], "big")
+    """A hash of what the switch runs: P4Info and the BMv2 JSON without its ``source_info``.
+
+    p4c writes the source file's path (top-level ``program``) and positions into the JSON, so the same
+    program compiled in another directory would otherwise look like a new pipeline (and a reload
+    would drop every entry).
+    """
+    try:
+        config = json.loads(device_config)
+    except ValueError:
+        canonical = device_config
+    else:
+        config = _without_source_info(config)
+        if isinstance(config, dict):
+            config.pop("program", None)
+        canonical = json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
+    return int.from_bytes(hashlib.sha256(p4info_text + b"\0" + canonical).digest()[:8], "big")
+
+
+def _without_source_info(value):
+    if isinstance(value, dict):
+        return {k: _without_source_info(v) for k, v in value.items() if k != "source_info"}
+    if isinstance(value, list):
+        return [_without_source_info(v) for v in value]
+    return value
 
 
 class Switch:

@@ -31,6 +31,7 @@ from compiler.errors import ResourceError, TargetError
 
 from backends.bmv2.target import (
     RESUBMIT_FIELD_LIST,
+    MAX_GROUP_ID,
     UNION_GROUP,
     V1MODEL,
 )
@@ -203,6 +204,11 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         if n > sizes[t.name]:
             raise ResourceError(f"bmv2: table {t.name} has {n} entries but size {sizes[t.name]}")
 
+    too_high = [g.id for g in pipeline.multicast_groups if g.id >= MAX_GROUP_ID]
+    if too_high:
+        raise ResourceError(f"bmv2: {len(pipeline.multicast_groups)} multicast groups (ids up to {max(too_high)}); "
+                            f"P4Runtime on BMv2 accepts ids 1..{MAX_GROUP_ID - 1} for rule groups "
+                            f"({MAX_GROUP_ID} is the batched path's, and ids from 32768 are clone sessions)")
     members: list[Member] = pipeline_metadata_members(pipeline) + user_call_members(pipeline)
     members += [Member(bits(c.width), c.member) for c in copies]
     extra_tables: list[ir.Table] = []
@@ -215,8 +221,6 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         members += [Member(bits(PORTS_WIDTH), f"p4sub_set_{j}", fl) for j in range(layout.depth)]
         members += [Member(bits(PORTS_WIDTH), "p4sub_ports"), Member(bits(8), "p4sub_msgs"),
                     Member(bits(1), "p4sub_select")]
-        if any(g.id == UNION_GROUP for g in pipeline.multicast_groups):
-            raise ResourceError(f"bmv2: multicast group id {UNION_GROUP} is reserved for the batched path")
         ports = leaf_ports(pipeline)
         # With no port to send to, every message's port set is empty and the union path is never taken.
         union = ir.MulticastGroup(UNION_GROUP, ports) if ports else None

@@ -47,6 +47,10 @@ RESUBMIT_FIELD_LIST = 1
 # The multicast group the batched path uses to reach every port any rule forwards to; the egress
 # then keeps, per port, the messages that port subscribed to. A fixed id, so that the program does
 # not change when the rules (and hence the number of the IR's groups) do.
-UNION_GROUP = 0xFFFF
+# P4Runtime on BMv2 (PI's PreMcMgr) accepts multicast group ids 1..32767 and reserves the ids from
+# 32768 for clone sessions, so the union group takes the highest id it accepts and the IR's groups
+# must stay below it.
+MAX_GROUP_ID = 0x7FFF
+UNION_GROUP = MAX_GROUP_ID
 # The replication id BMv2 gives every copy (P4Runtime Replica.instance, CLI mc_node_create rid).
 REPLICA_INSTANCE = 1

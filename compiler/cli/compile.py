@@ -35,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="tofino: split a pipeline longer than the stages over two passes")
     p.add_argument("--batch", choices=("auto", "single", "first", "union"),
                    help="how a packet with several messages is evaluated (see docs/bmv2.md, docs/tofino.md)")
+    p.add_argument("--like", metavar="OLD_OUT",
+                   help="keep the state width and table sizes of a previous compile's output (growing them only "
+                        "where needed), so that an update renders the same program and installs as entry changes")
     p.add_argument("--dot", help="also write the decision diagram as Graphviz to this file")
     p.set_defaults(func=run)
 
@@ -46,8 +49,20 @@ def options_from_args(args: argparse.Namespace) -> CompileOptions:
         if kind not in ("exact", "range", "ternary", "lpm", "compress"):
             raise P4subError(f"--encode {item!r}: expected FIELD=KIND with KIND one of exact, range, ternary, lpm, compress")
         per_field[name] = kind
+    state_bits, sizes = like_floors(args.like) if getattr(args, "like", None) else (0, {})
     return CompileOptions(field_order=tuple(field_order_arg(args.field_order)), dnf_limit=args.dnf_limit,
-                          tables=TableOptions(range_encoding=args.range_encoding, per_field_encoding=per_field))
+                          tables=TableOptions(range_encoding=args.range_encoding, per_field_encoding=per_field,
+                                              min_state_bits=state_bits, min_sizes=sizes))
+
+
+def like_floors(old_out: str) -> tuple[int, dict[str, int]]:
+    """State width and table sizes of ``OLD_OUT/pipeline.json``."""
+    path = Path(old_out) / "pipeline.json"
+    if not path.is_file():
+        raise P4subError(f"--like {old_out}: {path} does not exist (give the -o directory of an earlier compile)")
+    old = ir.load(path)
+    state_bits = next((m.width for m in old.metadata if m.name == ir.STATE), 0)
+    return state_bits, {t.name: t.size for t in old.tables}
 
 
 def run(args: argparse.Namespace) -> int:

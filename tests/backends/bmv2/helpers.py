@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from compiler import ir
 from compiler.compile import CompileOptions, Compiled, compile_rules
 from compiler.lang import parse_rules
 from compiler.spec import Spec
@@ -89,8 +90,15 @@ def int_spec() -> Spec:
     return read_spec(INT_SPEC)
 
 
-def compile_text(spec: Spec, rules: str, range_encoding: str = "range", per_field: dict | None = None) -> Compiled:
-    options = CompileOptions(tables=TableOptions(range_encoding=range_encoding, per_field_encoding=per_field or {}))
+def compile_text(spec: Spec, rules: str, range_encoding: str = "range", per_field: dict | None = None,
+                 like: ir.Pipeline | None = None) -> Compiled:
+    """``like``: keep that pipeline's state width and table sizes (as ``p4sub compile --like``)."""
+    floors = {}
+    if like is not None:
+        floors = {"min_state_bits": next(m.width for m in like.metadata if m.name == ir.STATE),
+                  "min_sizes": {t.name: t.size for t in like.tables}}
+    options = CompileOptions(tables=TableOptions(range_encoding=range_encoding, per_field_encoding=per_field or {},
+                                                 **floors))
     return compile_rules(spec, parse_rules(rules), options)
 
 

@@ -89,8 +89,12 @@ class Bmv2Switch:
 
     def cli(self, commands: str) -> str:
         """Feed ``simple_switch_CLI`` commands; returns its output."""
-        return self.sh([tool("simple_switch_CLI"), "--thrift-port", str(self.thrift_port)], input=commands,
-                       timeout=300).stdout
+        # The CLI is a `#!/usr/bin/env python3` script that needs BMv2's thrift modules: run it with
+        # the system's python3, not this test's virtualenv (which is first on PATH).
+        venv_bin = str(Path(sys.prefix) / "bin")
+        path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv_bin)
+        return self.sh(["env", f"PATH={path}", tool("simple_switch_CLI"), "--thrift-port", str(self.thrift_port)],
+                       input=commands, timeout=300).stdout
 
     def exchange(self, send: list[tuple[int, bytes]], listen: list[int], udp_ports: list[int]) -> list[tuple[int, bytes]]:
         """Send (port, packet) pairs into the switch; return what came out as (port, packet)."""

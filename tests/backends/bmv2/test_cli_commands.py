@@ -74,8 +74,8 @@ def test_batched_itch_commands_create_the_union_group_and_the_group_port_bitmaps
     pipeline = h.compile_text(h.itch_spec(), h.ITCH_RULES).pipeline
     program = build_program(pipeline)
     lines = bmv2.render(pipeline)[bmv2.COMMANDS].splitlines()
-    assert "mc_mgrp_create 65535" in lines
-    assert lines[lines.index("mc_mgrp_create 65535") + 1] == "mc_node_create 1 1 2 3"
+    assert "mc_mgrp_create 32767" in lines
+    assert lines[lines.index("mc_mgrp_create 32767") + 1] == "mc_node_create 1 1 2 3"
     ports_lines = [line for line in lines if line.startswith("table_add MyIngress.p4sub_group_ports ")]
     assert len(ports_lines) == len(program.extra_entries) == len(pipeline.multicast_groups)
     for g in pipeline.multicast_groups:

@@ -127,10 +127,10 @@ def test_itch_on_bmv2_matches_the_reference_model_and_updates_atomically(tmp_pat
 
         # A changed rule set with the same tables: only the differences are written.
         changed = h.ITCH_RULES.replace('"AAPL" : fwd(2)', '"AAPL" : fwd(3)').replace("fwd(1, 2)", "fwd(2)")
-        pipeline2 = h.compile_text(h.itch_spec(), changed).pipeline
+        pipeline2 = h.compile_text(h.itch_spec(), changed, like=pipeline).pipeline
         out2 = tmp_path / "itch2"
         build(pipeline2, out2)
-        assert (out2 / "program.json").read_text() == (out / "program.json").read_text()
+        assert (out2 / "program.p4").read_text() == (out / "program.p4").read_text()
         r = switch.p4sub("install", str(out2), "--grpc", switch.grpc, "--batch-size", "7")
         assert r.returncode == 0, r.stderr
         assert "pipeline unchanged" in r.stdout
