@@ -27,11 +27,13 @@ from backends.common.messages import message_layout
 from backends.common.names import check_key_fields
 from backends.tofino import batch as _batch
 from backends.tofino.bfrt import document
+from backends.tofino.fold import fold_miss_tables
 from backends.tofino.layout import Layout, TofinoOptions, match_kind_counts, plan
 from backends.tofino.program import Program, render
 from backends.tofino.resources import Estimate, estimate
 from backends.tofino.target import TOFINO1, Target
 from compiler import ir
+from compiler.errors import ResourceError
 from compiler.spec import Spec
 from compiler.tables import TableOptions
 
@@ -71,7 +73,23 @@ def compile_options(spec: Spec, base: TableOptions = TableOptions(), target: Tar
 
 
 def build(pipeline: ir.Pipeline, options: TofinoOptions = TofinoOptions()) -> Rendered:
-    """Render and check everything in memory (raises a P4subError when it cannot be done)."""
+    """Render and check everything in memory (raises a P4subError when it cannot be done).
+
+    ``options.fold_misses``: ``auto`` folds miss tables into their field tables
+    (:mod:`backends.tofino.fold`) only when the pipeline does not fit as it is.
+    """
+    if options.fold_misses == "always":
+        return _build(fold_miss_tables(pipeline), options, folded=True)
+    try:
+        return _build(pipeline, options, folded=False)
+    except ResourceError:
+        folded = fold_miss_tables(pipeline) if options.fold_misses == "auto" else pipeline
+        if folded is pipeline:
+            raise
+        return _build(folded, options, folded=True)
+
+
+def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rendered:
     check_key_fields(pipeline, options.target.name)
     messages = message_layout(pipeline)
     mode = _batch.choose_mode(messages, options.batch)
@@ -84,6 +102,7 @@ def build(pipeline: ir.Pipeline, options: TofinoOptions = TofinoOptions()) -> Re
     entries = document(layout, batched.groups, Path(PROGRAM_FILE).stem)
     resources = est.to_json()
     resources["notes"] = {
+        "miss_tables_folded": folded,
         "batch_mode": mode,
         "message_stack": messages.stack,
         "messages_per_packet": messages.depth if mode == "union" else 1,

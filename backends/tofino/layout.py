@@ -37,7 +37,9 @@ class TofinoOptions:
     expansion, like :class:`compiler.tables.TableOptions`; ``batch`` says how packets with several
     messages are evaluated (:mod:`backends.tofino.batch`); ``variable_advance`` what the parser does
     where the spec skips a packet-dependent number of bytes, which Tofino's parser cannot:
-    ``stop`` parses no further (the rest of the packet is payload), ``refuse`` raises.
+    ``stop`` parses no further (the rest of the packet is payload), ``refuse`` raises;
+    ``fold_misses`` when miss tables become wildcard entries of their field tables
+    (:mod:`backends.tofino.fold`).
     """
 
     target: Target = TOFINO1
@@ -46,6 +48,7 @@ class TofinoOptions:
     headroom: float = 1.25
     batch: str = "auto"
     variable_advance: str = "stop"
+    fold_misses: str = "auto"  # "auto" (only when it does not fit otherwise), "always", "never"
 
 
 @dataclass(frozen=True)

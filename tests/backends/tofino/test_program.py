@@ -14,6 +14,7 @@ from backends.common.names import identifier
 from backends.tofino.layout import TofinoOptions
 from compiler.errors import P4subError, ResourceError, TargetError
 from tests.backends.tofino.helpers import (
+    ITCH_SPEC,
     SCALAR_RULES,
     actions_in,
     compile_text,
@@ -249,7 +250,8 @@ def _tna_include() -> str | None:
 
 
 @pytest.mark.p4c
-@pytest.mark.parametrize("which", ["scalar", "scalar-recirculating", "itch-union", "itch-first", "int"])
+@pytest.mark.parametrize("which", ["scalar", "scalar-recirculating", "itch-union", "itch-union-folded", "itch-first",
+                                   "int"])
 def test_p4test_type_checks_the_tna_program(which, tmp_path):
     """p4c's front and mid end against tna.p4 itself (signatures, intrinsic metadata, externs)."""
     include = _tna_include()
@@ -259,8 +261,10 @@ def test_p4test_type_checks_the_tna_program(which, tmp_path):
     if which.startswith("scalar"):
         small = TofinoOptions(target=tofino.Target(name="small", stages=2), allow_recirculation=True)
         r = tofino.build(compile_text(scalar_spec(), SCALAR_RULES), small if which.endswith("recirculating") else TofinoOptions())
-    elif which == "itch-union":
-        r = tofino.build(itch_pipeline(per_field=tofino.compile_options(itch_pipeline().spec).per_field_encoding))
+    elif which.startswith("itch-union"):
+        fold = "always" if which.endswith("folded") else "never"
+        r = tofino.build(itch_pipeline(per_field=tofino.compile_options(itch_pipeline().spec).per_field_encoding),
+                         TofinoOptions(fold_misses=fold))
     elif which == "itch-first":
         r = tofino.build(itch_pipeline(), TofinoOptions(batch="first"))
     else:
@@ -269,3 +273,18 @@ def test_p4test_type_checks_the_tna_program(which, tmp_path):
     done = subprocess.run(["p4test", "-D__TARGET_TOFINO__=1", "-I", include, str(tmp_path / "program.p4")],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "error" not in done.stderr, done.stderr
+
+
+def test_the_shipped_itch_example_fits_by_folding_miss_tables():
+    """apps/itch/rules.sub over 12 stacked messages needs more than 16 logical tables per stage
+    unless each field table holds its miss entries."""
+    from compiler.spec_reader import read_spec
+
+    spec = read_spec(ITCH_SPEC)
+    rules = (ITCH_SPEC.parent / "rules.sub").read_text()
+    pipeline = compile_text(spec, rules, per_field=tofino.compile_options(spec).per_field_encoding)
+    with pytest.raises(ResourceError):
+        tofino.build(pipeline, TofinoOptions(fold_misses="never"))
+    r = tofino.build(pipeline)
+    assert r.resources["notes"]["miss_tables_folded"] and r.resources["notes"]["messages_per_packet"] == 12
+    assert r.estimate.stages <= 12 and not any(t.on_miss for t in r.batched.pipeline.tables)
