@@ -91,3 +91,26 @@ def test_dnf_blow_up_is_an_error_naming_the_rule(files, capsys) -> None:
     (files / "big.sub").write_text(f"\n{big}: fwd(1);\n")
     assert main(["compile", str(files / "s.p4"), str(files / "big.sub"), "-o", str(files / "o3")]) == 2
     assert "big.sub:2:1: this rule expands to more than 4096 conjunctions" in capsys.readouterr().err
+
+
+def test_like_keeps_state_width_and_table_sizes_of_an_earlier_compile(files, capsys) -> None:
+    from compiler import ir
+
+    big = RULES + "".join(f"msg.stock == S{i} and msg.price > {i}: fwd({i % 5 + 1});\n" for i in range(40))
+    (files / "big.sub").write_text(big)
+    assert main(["compile", str(files / "s.p4"), str(files / "big.sub"), "-o", str(files / "v1"), "--target", "bmv2"]) == 0
+    assert main(["compile", str(files / "s.p4"), str(files / "r.sub"), "-o", str(files / "v2"), "--target", "bmv2"]) == 0
+    assert main(["compile", str(files / "s.p4"), str(files / "r.sub"), "-o", str(files / "v3"), "--target", "bmv2",
+                 "--like", str(files / "v1")]) == 0
+    v1, v2, v3 = (ir.load(files / v / "pipeline.json") for v in ("v1", "v2", "v3"))
+
+    def state_bits(p):
+        return next(m.width for m in p.metadata if m.name == ir.STATE)
+
+    assert state_bits(v2) < state_bits(v1) == state_bits(v3)
+    assert {t.name: t.size for t in v3.tables} == {t.name: max(t.size, v1.table(t.name).size) for t in v2.tables}
+    assert (files / "v3" / "program.p4").read_text() == (files / "v1" / "program.p4").read_text()
+    capsys.readouterr()
+    assert main(["compile", str(files / "s.p4"), str(files / "r.sub"), "-o", str(files / "v4"),
+                 "--like", str(files / "nowhere")]) == 2
+    assert "--like" in capsys.readouterr().err
