@@ -51,7 +51,7 @@ class StackNetwork:
 
     # --- one switch --------------------------------------------------------------------------
     def rset_of(self, values: Mapping[str, int]) -> int:
-        cols = {f: np.array([values[f]], dtype=np.uint64) for f in self.model.inputs}
+        cols = {f: np.array([v], dtype=np.uint64) for f, v in values.items()}  # all: the row count comes from them
         return int(self.model.run(cols).metadata[RSET_META][0])
 
     def push_frame(self, switch: str, frame: bytes, rsid: int) -> bytes | None:
@@ -74,7 +74,7 @@ class StackNetwork:
                 return []
             pushed = self.push_frame(switch, frame, self.rset_of(values))
             if pushed is None:
-                drops["not-a-stack"] += 1
+                drops["no-subscriber"] += 1
                 return []
             frame = pushed
         size, n_max = self.plan.label_bytes, self.plan.max_labels

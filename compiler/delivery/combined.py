@@ -64,7 +64,7 @@ MAX_PORT = 15
 STORED_ID = 0
 
 #: Drop reasons, in the order of the P4 programs' drop counter indices.
-DROP_REASONS = ("parser-error", "not-a-stack", "no-own-label", "unknown-tree", "no-port", "ingress-port")
+DROP_REASONS = ("parser-error", "not-a-stack", "no-subscriber", "no-own-label", "unknown-tree", "no-port", "ingress-port")
 
 
 @dataclass(frozen=True)
