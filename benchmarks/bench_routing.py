@@ -26,6 +26,7 @@ cost most. Machine load is recorded at the start, the end and per configuration.
 
     .venv/bin/python benchmarks/bench_routing.py                # full run (about 40 min on 2 cores)
     .venv/bin/python benchmarks/bench_routing.py --quick        # small sizes, a few minutes
+    .venv/bin/python benchmarks/bench_routing.py --resume       # run what an earlier run skipped or missed
     .venv/bin/python benchmarks/bench_routing.py --from-json benchmarks/out/routing/routing.json  # tables, plots
 """
 
@@ -273,8 +274,11 @@ def skipped_lines(data: dict[str, Any]) -> list[str]:
 
 def tables(data: dict[str, Any]) -> str:
     m = data["machine"]
-    head = (f"machine: {m['cpus']} CPUs, load average at start {m['loadavg_start']}, at end {m.get('loadavg_end')}; "
-            f"wall {data.get('wall_seconds', '?')} s")
+    runs = data.get("runs") or [{"command": data.get("command"), "loadavg_start": m["loadavg_start"],
+                                 "loadavg_end": m.get("loadavg_end"), "wall_seconds": data.get("wall_seconds")}]
+    head = "\n".join([f"machine: {m['cpus']} CPUs, {m.get('jobs')} compile processes"] + [
+        f"run {i + 1}: {r.get('command')}: wall {r.get('wall_seconds', '?')} s, load average (1/5/15 min) at start "
+        f"{r.get('loadavg_start')}, at end {r.get('loadavg_end')}" for i, r in enumerate(runs)])
     return "\n\n".join([head, table_a(data), table_b(data), table_c(data), table_d(data), *skipped_lines(data)])
 
 
@@ -390,6 +394,8 @@ def main() -> None:
     ap.add_argument("--report", default=str(ROOT / "benchmarks" / "out" / "routing"),
                     help="directory for routing.json, routing.txt, routing.png (default benchmarks/out/routing)")
     ap.add_argument("--keep-networks", action="store_true", help="keep the compiled network directories")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the measured configurations of --report's routing.json and run the others")
     ap.add_argument("--from-json", help="print the tables and redraw the plot of an earlier run, then exit")
     args = ap.parse_args()
     report = Path(args.report)
@@ -406,17 +412,31 @@ def main() -> None:
 
     start = time.perf_counter()
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    data: dict[str, Any] = {
-        "benchmark": "routing (Camus Fig. 13)",
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "workload": {"generator": "apps.workloads.itch_rules", "constraints": 3, "symbols": SYMBOLS,
-                     "integer_prices": True, "seed": args.seed, "alpha": "global (only prices change)",
-                     "messages": "uniform symbol, price [0, 1000) dollars with 4 decimals, shares 1..10000; "
-                                 f"one message per packet, {PACKET_BYTES} + {MESSAGE_BYTES} bytes; publisher h1"},
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "commit": commit, "jobs": args.jobs,
-                    "loadavg_start": [round(x, 2) for x in os.getloadavg()]},
-        "results": [],
-    }
+    run = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "commit": commit,
+           "loadavg_start": [round(x, 2) for x in os.getloadavg()]}
+    previous = report / "routing.json"
+    if args.resume and previous.exists():
+        data = json.loads(previous.read_text(encoding="utf-8"))
+        data["results"] = [r for r in data["results"] if "skipped" not in r]  # tried again below
+        if "runs" not in data:  # written before runs were recorded one by one
+            m = data["machine"]
+            data["runs"] = [{"command": data.pop("command", None), "commit": m.pop("commit", None),
+                             "loadavg_start": m["loadavg_start"], "loadavg_end": m.get("loadavg_end"),
+                             "wall_seconds": data.pop("wall_seconds", None)}]
+        data["runs"].append(run)
+    else:
+        data = {
+            "benchmark": "routing (Camus Fig. 13)",
+            "workload": {"generator": "apps.workloads.itch_rules", "constraints": 3, "symbols": SYMBOLS,
+                         "integer_prices": True, "seed": args.seed, "alpha": "global (only prices change)",
+                         "messages": "uniform symbol, price [0, 1000) dollars with 4 decimals, shares 1..10000; "
+                                     f"one message per packet, {PACKET_BYTES} + {MESSAGE_BYTES} bytes; publisher h1"},
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "jobs": args.jobs,
+                        "loadavg_start": run["loadavg_start"]},
+            "runs": [run],
+            "results": [],
+        }
+    done = {(r["k"], r["policy"], r["alpha"], r["filters"]) for r in data["results"]}
     spec = read_spec(SPEC)
     scratch = report / "networks"
     # Smaller sizes first; at the largest size the approximated runs, then k=8, then exact α=1 (the
@@ -430,6 +450,8 @@ def main() -> None:
     topologies = {k: fat_tree(k) for k in sorted({p[0] for p in plan})}
     workloads: dict[tuple[int, int], ast.RuleSet] = {}
     for k, pol, a, n, msgs in plan:
+        if (k, pol, a, n) in done:
+            continue
         topo = topologies[k]
         guess = predict(data["results"], k, pol, a, n, len(topo.switches()))
         elapsed = time.perf_counter() - start
@@ -447,12 +469,13 @@ def main() -> None:
             progress(start, f"generated and parsed {n} filters for {len(topo.hosts())} hosts in "
                             f"{time.perf_counter() - t:.1f} s")
         data["results"].append(run_config(topo, k, workloads[key], spec, pol, a, args, msgs, scratch, start))
-        data["wall_seconds"] = round(time.perf_counter() - start, 1)
-        (report / "routing.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        run["wall_seconds"] = round(time.perf_counter() - start, 1)
+        previous.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     if not args.keep_networks:
         shutil.rmtree(scratch, ignore_errors=True)
-    data["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    data["wall_seconds"] = round(time.perf_counter() - start, 1)
+    run["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    run["wall_seconds"] = round(time.perf_counter() - start, 1)
+    data["machine"]["loadavg_end"] = run["loadavg_end"]
     finish(data, report)
 
 
