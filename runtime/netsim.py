@@ -101,11 +101,21 @@ def load_network(out_dir: str | Path) -> Network:
         raise P4subError(f"{out}: no network.json (run `p4sub route ... -o {out}` first)") from None
     except (OSError, json.JSONDecodeError) as exc:
         raise P4subError(f"{out / 'network.json'}: unreadable: {exc}") from None
+    entries = info.get("switches") if isinstance(info, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("name"), str)
+                                                for e in entries):
+        raise P4subError(f"{out / 'network.json'}: not a p4sub network (expected a \"switches\" list of "
+                         "objects with a \"name\"; rerun `p4sub route`)")
     topology = read_topology(out / info.get("topology_file", "topology.topo"))
+    listed = [e["name"] for e in entries]
+    if sorted(listed) != sorted(topology.switches()):
+        odd = sorted(set(listed) ^ set(topology.switches())) or sorted(n for n in listed if listed.count(n) > 1)
+        raise P4subError(f"{out / 'network.json'}: its switches do not match {info.get('topology_file', 'topology.topo')} "
+                         f"(e.g. {', '.join(odd[:3])}); rerun `p4sub route`")
     switches: dict[str, SwitchSim] = {}
     spec = None
     inputs: set[str] = set()
-    for entry in info["switches"]:
+    for entry in entries:
         name = entry["name"]
         pipeline = ir.load(out / entry.get("dir", name) / "pipeline.json")
         spec = spec or pipeline.spec
