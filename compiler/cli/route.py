@@ -39,6 +39,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--field-order", help="comma-separated fields tested first, for every switch")
     p.add_argument("--range-encoding", choices=RANGE_ENCODINGS, default="range", help="how non-exact fields are matched")
     p.add_argument("--dnf-limit", type=int, default=DEFAULT_LIMIT, help="largest DNF a single rule may expand to")
+    p.add_argument("--delivery", default="filters", metavar="filters|header-stack[:port|bitmask]",
+                   help="filters: Camus per-switch filtering (default); header-stack[:E]: the ingress edge evaluates "
+                        "the subscriptions and pushes the delivery tree as E labels (default port); see docs/delivery.md")
+    p.add_argument("--max-labels", type=int, help="header-stack: largest stack (default: the target's limit); "
+                                                  "deeper trees fall back to stored trees")
     p.set_defaults(func=run)
 
 
@@ -63,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     options = CompileOptions(field_order=tuple(field_order_arg(args.field_order)), dnf_limit=args.dnf_limit,
                              tables=TableOptions(range_encoding=args.range_encoding))
     target = None if args.target == "none" else args.target
+    if args.delivery != "filters":
+        return run_combined(args, topology, rules, spec, options, target)
     result = compile_network(topology, rules, spec, policy=args.policy, alpha=alpha_from_args(args), options=options,
                              out_dir=args.out, target=target, jobs=args.jobs, master=args.master)
     out = Path(args.out)
@@ -78,4 +85,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {name:<12} {layer['switches']:>8} {layer['rules']:>9} {layer['entries']:>9} "
               f"{layer['max_entries']:>10} {layer['max_compile_seconds']:>8.3f}")
     print(f"wrote {out / 'network.json'} and one directory per switch")
+    return 0
+
+
+def run_combined(args: argparse.Namespace, topology, rules, spec, options: CompileOptions, target: str | None) -> int:
+    """``--delivery header-stack[:E]``: compiler.delivery.combined_output writes OUT."""
+    from compiler.delivery.combined_output import compile_combined
+
+    kind, _, encoding = args.delivery.partition(":")
+    if kind != "header-stack":
+        raise P4subError(f"--delivery {args.delivery}: expected filters or header-stack[:port|bitmask]")
+    if args.alpha or args.alpha_field or args.master:
+        raise P4subError("--alpha, --alpha-field and --master apply to --delivery filters only")
+    plan, s = compile_combined(topology, rules, spec, encoding or "port", args.out, target=target,
+                               max_labels=args.max_labels, options=options)
+    print(f"{len(rules)} rules, header-stack:{plan.encoding} on {len(plan.switches)} switches: "
+          f"{s['receiver_sets']} receiver sets, {s['pushes']} pushes, {s['fallbacks']} stored-tree fallbacks "
+          f"(max {s['max_labels']} labels of {s['label_bytes']} bytes)")
+    print(f"  stack bytes: max {s['stack_bytes']['max']}, mean {s['stack_bytes']['mean']}; "
+          f"entries per transit switch: max {s['transit_entries']['max']}; recirculations per packet: 0")
+    print(f"wrote {Path(args.out) / 'delivery.json'}" + (f" and one {target} program per switch" if target else ""))
     return 0
