@@ -34,9 +34,7 @@ def render_target(plan: CombinedPlan, target: str) -> dict[str, dict[str, str]]:
     """{switch: {file name: text}} for ``target``."""
     if target == "bmv2":
         from backends.bmv2.stack_program import render_stack
-    elif target == "tofino":
-        from backends.tofino.stack_program import render_stack
-    else:
+    else:  # Tofino: no TNA stack program yet (docs/delivery.md, "Combined compile")
         raise P4subError(f"--target {target}: no header-stack program for this target")
     return {s: render_stack(plan, s) for s in plan.switches}
 

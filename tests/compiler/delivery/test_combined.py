@@ -7,13 +7,16 @@ arguments, own ids, groups, stored trees); the oracle is the subscriptions thems
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compiler import rules as ast
+from compiler.cli import main
 from compiler.delivery.combined import LIMITS, plan_combined, push_args
 from compiler.delivery.wire import ETHERTYPE_STACK
 from compiler.errors import P4subError
@@ -190,3 +193,34 @@ def test_receiver_sets_are_shared_between_leaves():
     ingress = [s for s in plan.switches.values() if s.ingress]
     assert len(ingress) == 8
     assert all(len(s.pushes) == len(plan.receiver_sets) and {p.kind for p in s.pushes} == {"stack"} for s in ingress)
+
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = [str(ROOT / "examples/fat-tree-4.topo"), str(ROOT / "examples/fat-tree-4.rules"),
+           "--spec", str(ROOT / "apps/itch/itch.p4")]
+
+
+def test_route_cli_compiles_the_shipped_example_for_bmv2(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["route", *EXAMPLE, "--delivery", "header-stack:port", "--target", "bmv2", "-o", str(out)]) == 0
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["delivery"] == "header-stack:port" and stats["fallbacks"] == 0 and stats["receiver_sets"] == 40
+    assert stats["recirculations_per_packet"] == 0
+    for switch in ("e1_1", "a2_1", "c4"):
+        assert {"program.p4", "entries.p4rt.json", "commands.txt", "bmv2.json"} <= {p.name for p in (out / switch).iterdir()}
+    assert "p4sub_push_stack" in (out / "e1_1" / "program.p4").read_text()
+    small = tmp_path / "small"
+    assert main(["route", *EXAMPLE, "--delivery", "header-stack:bitmask", "--max-labels", "8", "-o", str(small)]) == 0
+    assert json.loads((small / "stats.json").read_text())["fallbacks"] > 0
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--delivery", "header-stack:mixed"], "renders port and bitmask"),
+    (["--delivery", "stacks"], "expected filters or header-stack"),
+    (["--delivery", "header-stack", "--target", "tofino"], "no header-stack program"),
+])
+def test_route_cli_refuses_what_it_cannot_render_before_writing(tmp_path, capsys, extra, message):
+    out = tmp_path / "out"
+    assert main(["route", *EXAMPLE, *extra, "-o", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
