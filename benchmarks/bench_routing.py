@@ -393,7 +393,7 @@ def finish(data: dict[str, Any], report: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (300..3000 filters, k=8 at 3000)")
-    ap.add_argument("--sizes", help="k=4 filter counts (default 1000,3000,10000,30000,100000)")
+    ap.add_argument("--sizes", help="k=4 filter counts (default 1000,3000,10000,30000,100000; none: k=8 only)")
     ap.add_argument("--alphas", default="1,10,100", help="α values (global; default 1,10,100)")
     ap.add_argument("--policies", default="mr,tr")
     ap.add_argument("--messages", type=int, help="netsim messages per k=4 configuration (default 100000; 0: no netsim)")
@@ -418,7 +418,7 @@ def main() -> None:
     if args.from_json:
         finish(json.loads(Path(args.from_json).read_text(encoding="utf-8")), report)
         return
-    sizes = _ints(args.sizes) if args.sizes else ([300, 1000, 3000] if args.quick else [1000, 3000, 10000, 30000, 100000])
+    sizes = _ints(args.sizes.replace("none", "")) if args.sizes is not None else ([300, 1000, 3000] if args.quick else [1000, 3000, 10000, 30000, 100000])
     alphas = _ints(args.alphas)
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     messages = args.messages if args.messages is not None else (20000 if args.quick else 100000)
@@ -457,7 +457,7 @@ def main() -> None:
     # Smaller sizes first; at the largest size the approximated runs, then k=8, then exact α=1 (the
     # slowest by far), so that a budget that runs out cuts the configurations that cost most.
     k4 = [(4, pol, a, n, messages) for n in sizes for pol in policies for a in alphas]
-    largest = max(sizes)
+    largest = max(sizes, default=0)
     plan = [c for c in k4 if c[3] < largest] + [c for c in k4 if c[3] == largest and c[2] != 1]
     if k8_filters:
         plan += [(8, pol, a, k8_filters, k8_messages) for pol, a in _configs(args.k8_configs)]
