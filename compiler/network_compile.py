@@ -87,7 +87,8 @@ def compile_switch(task: SwitchTask, keep_pipeline: bool = False) -> dict[str, A
         out.mkdir(parents=True, exist_ok=True)
         if task.target:
             backend = importlib.import_module(f"backends.{task.target}")
-            backend.emit(lower_up_port(compiled.pipeline, sr.up_ports), out)
+            network = (backend.network_options(sr.up_ports),) if hasattr(backend, "network_options") else ()
+            backend.emit(lower_up_port(compiled.pipeline, sr.up_ports), out, *network)
         ir.save(compiled.pipeline, out / "pipeline.json")
         header = (f"# rules of switch {sr.switch} (layer {sr.layer}); port {UP_PORT} is the logical up port "
                   f"(physical up ports {', '.join(map(str, sr.up_ports)) or 'none'})\n"

@@ -73,3 +73,8 @@ def emit(pipeline: ir.Pipeline, out_dir: str | Path, options: Bmv2Options | None
         path.write_text(text, encoding="utf-8")
         written.append(path)
     return written
+
+
+def network_options(up_ports: tuple[int, ...]) -> Bmv2Options:
+    """Options for one switch of a routed network (``p4sub route --target bmv2``): adds the network stage."""
+    return Bmv2Options(network_up_ports=tuple(up_ports))

@@ -86,6 +86,9 @@ class Bmv2Options:
     table_sizes: dict[str, int] = field(default_factory=dict)
     count_field: str | None = None
     length_fields: tuple[str, ...] | None = None
+    # A switch in a routed network (p4sub route): its up ports, and the network stage in the egress
+    # (no copy back out the ingress port, none up again after coming in on an up port). None: a lone switch.
+    network_up_ports: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,10 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
                             f"({MAX_GROUP_ID} is the batched path's, and ids from 32768 are clone sessions)")
     members: list[Member] = pipeline_metadata_members(pipeline) + user_call_members(pipeline)
     members += [Member(bits(c.width), c.member) for c in copies]
+    network = options.network_up_ports is not None
+    if network:
+        members.append(Member(bits(V1MODEL.port_width), "p4sub_in_port", f"@field_list({RESUBMIT_FIELD_LIST})"))
+    up_ports = options.network_up_ports or ()
     extra_tables: list[ir.Table] = []
     extra_actions: list[ir.Action] = []
     extra_entries: list[ir.Entry] = []
@@ -277,6 +284,9 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
                "checksum": ipv4.checksum}
               if ipv4 else None),
         emits=emit_statements(spec),
+        network=network,
+        up_in=" || ".join(f"meta.p4sub_in_port == {literal(p, V1MODEL.port_width)}" for p in up_ports),
+        up_out=" || ".join(f"standard_metadata.egress_port == {literal(p, V1MODEL.port_width)}" for p in up_ports),
     )
     text = _environment().get_template("program.p4.j2").render(**context)
     return Bmv2Program(text, mode, layout, sizes, tuple(extra_tables), tuple(extra_actions), tuple(extra_entries),

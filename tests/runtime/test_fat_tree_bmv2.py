@@ -108,18 +108,6 @@ def netsim_deliveries(out: Path, packets: list[list[pk.AddOrder]], publisher: st
     return {h: np.concatenate(rows).tolist() for h, rows in sim.deliveries.items()}
 
 
-# The BMv2 programs have no network stage yet: nothing stops a copy from leaving through the port
-# it came in on, or a copy that came down from an up port from going up again, so the fat tree
-# forwards in loops (thousands of copies per packet within seconds, and a minute of both cores
-# per case before the test can fail). Not run until the stage exists; remove this marker then.
-# Adding it to the generated program (the ingress port kept in a resubmit-preserved metadata
-# member, since BMv2 resets standard_metadata.ingress_port on resubmit, and the egress dropping
-# copies to that port and up-to-up copies) made this test pass for both policies.
-NO_NETWORK_STAGE = pytest.mark.xfail(run=False, reason="backends/bmv2 programs lack the network stage "
-                                     "(ingress-port and up-to-up pruning): the fabric forwards in loops")
-
-
-@NO_NETWORK_STAGE
 @pytest.mark.parametrize(("policy", "publisher"), [("tr", "h1"), ("mr", "h11")])
 def test_bmv2_fat_tree_delivers_what_netsim_says(tmp_path, policy, publisher):
     out = tmp_path / "net"

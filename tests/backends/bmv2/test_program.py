@@ -278,3 +278,17 @@ def test_spec_without_a_start_state_is_a_user_error(scalar):
     broken = replace(scalar, spec=replace(scalar.spec, parser_states={}))
     with pytest.raises(P4subError):
         build_program(broken)
+
+
+def test_network_stage_only_for_routed_switches(itch):
+    lone = build_program(itch).text
+    assert "p4sub_in_port" not in lone
+    text = build_program(itch, Bmv2Options(network_up_ports=(1, 2))).text
+    assert "@field_list(1) bit<9> p4sub_in_port;" in text
+    ingress, egress = h.controls(text)["MyIngress"], h.controls(text)["MyEgress"]
+    assert "if (standard_metadata.instance_type == 32w0) { meta.p4sub_in_port = standard_metadata.ingress_port; }" in ingress
+    assert ("if (standard_metadata.egress_port == meta.p4sub_in_port ||\n"
+            "            ((meta.p4sub_in_port == 9w1 || meta.p4sub_in_port == 9w2) && "
+            "(standard_metadata.egress_port == 9w1 || standard_metadata.egress_port == 9w2))) {") in egress
+    core = build_program(itch, Bmv2Options(network_up_ports=())).text
+    assert "standard_metadata.egress_port == meta.p4sub_in_port) {" in h.controls(core)["MyEgress"]
