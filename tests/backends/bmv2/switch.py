@@ -51,7 +51,10 @@ class Bmv2Switch:
             self.cli_only = program_json is not None
             binary = "simple_switch" if self.cli_only else "simple_switch_grpc"
             args = [tool(binary), "--device-id", "0", "--log-file", str(workdir / "switch"), "--log-flush",
-                    "--thrift-port", str(thrift_port)]
+                    "--thrift-port", str(thrift_port),
+                    # The notification socket is a file, outside the namespace: one per test process, so that
+                    # switches of parallel workers do not collide on /tmp/bmv2-0-*.ipc (short: sun_path limit).
+                    "--notifications-addr", f"ipc:///tmp/{self.ns}-notifications.ipc"]
             for p in ports:
                 args += ["-i", f"{p}@s{p}"]
             if program_json:
@@ -113,3 +116,4 @@ class Bmv2Switch:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
         subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
+        Path(f"/tmp/{self.ns}-notifications.ipc").unlink(missing_ok=True)
