@@ -4,7 +4,7 @@ A routing policy gives every port ``p`` of every switch ``s`` a filter set ``F_p
 sends a packet out of every port other than its ingress port whose set matches it. The up ports of
 a switch count as one *logical up port* (:data:`UP_PORT` in the per-switch rules): a packet that
 arrived on an up port never goes up again, and one that goes up leaves on one physical up port,
-chosen per packet (docs/routing.md says how; :func:`lower_up_port` is the static fallback for
+chosen per packet (docs/topology.md, "Choosing the physical up port"; :func:`lower_up_port` is the static fallback for
 pipelines a target must run without a hash primitive).
 
 * down port ``d`` (towards hosts below): the exact union of the subscriptions of the hosts below

@@ -3,7 +3,7 @@
 Each switch runs its compiled pipeline (``OUT/<switch>/pipeline.json`` from ``p4sub route``) in the
 vectorised reference model, once per wave for all the messages that reach it (never a Python call
 per message per hop). Its port set then goes through the network stage that Camus specifies and
-the pipeline cannot express (docs/routing.md):
+the pipeline cannot express (docs/topology.md):
 
 * the ingress port is removed (a switch never sends a packet back where it came from);
 * the logical up port (port 0 in the pipeline) is dropped for packets that came in on an up port,
