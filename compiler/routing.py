@@ -4,8 +4,8 @@ A routing policy gives every port ``p`` of every switch ``s`` a filter set ``F_p
 sends a packet out of every port other than its ingress port whose set matches it. The up ports of
 a switch count as one *logical up port* (:data:`UP_PORT` in the per-switch rules): a packet that
 arrived on an up port never goes up again, and one that goes up leaves on one physical up port,
-chosen per packet (docs/topology.md, "Choosing the physical up port"; :func:`lower_up_port` is the static fallback for
-pipelines a target must run without a hash primitive).
+chosen per packet by netsim and per leaf state by :func:`lower_up_port` for the targets (docs/topology.md,
+"Choosing the physical up port").
 
 * down port ``d`` (towards hosts below): the exact union of the subscriptions of the hosts below
   ``d`` (both policies);
