@@ -29,6 +29,7 @@ from backends.tofino import batch as _batch
 from backends.tofino.bfrt import document
 from backends.tofino.fold import fold_miss_tables
 from backends.tofino.layout import Layout, TofinoOptions, match_kind_counts, plan
+from backends.tofino.network import network_stage
 from backends.tofino.program import Program, render
 from backends.tofino.resources import Estimate, estimate
 from backends.tofino.target import TOFINO1, Target
@@ -37,7 +38,7 @@ from compiler.errors import ResourceError
 from compiler.spec import Spec
 from compiler.tables import TableOptions
 
-__all__ = ["emit", "build", "compile_options", "TofinoOptions", "Rendered", "TOFINO1", "Target"]
+__all__ = ["emit", "build", "compile_options", "network_options", "TofinoOptions", "Rendered", "TOFINO1", "Target"]
 
 PROGRAM_FILE = "program.p4"
 ENTRIES_FILE = "entries.bfrt.json"
@@ -98,6 +99,7 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
     est = estimate(layout)
     pass_of = {t.name: (t.passes[0] if t.passes else 0) for t in est.tables}
     program = render(layout, batched, messages.stack, messages.depth, messages.query_headers, pass_of)
+    stage = network_stage(options.network_up_ports, options.target)
     # bf-p4c names a program after its source file; BF Runtime clients look it up by that name.
     entries = document(layout, batched.groups, Path(PROGRAM_FILE).stem)
     resources = est.to_json()
@@ -108,6 +110,9 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
         "messages_per_packet": messages.depth if mode == "union" else 1,
         "parser_stops_at": list(program.stopped_states),
         "recirculates": program.recirculates,
+        "bridged_bits": program.bridged_bits,
+        "network_stage": (None if stage is None else
+                          {"up_ports": list(stage.up_ports), "tables": [t.name for _, t in stage.tables()]}),
         "match_kinds": match_kind_counts(layout),
         "encodings": {t.name: {k.field: k.encoding for k in t.keys if k.encoding != "native"}
                       for t in layout.tables if any(k.encoding != "native" for k in t.keys)},
@@ -124,6 +129,15 @@ def emit(pipeline: ir.Pipeline, out_dir: str | Path, options: TofinoOptions = To
     (out / ENTRIES_FILE).write_text(json.dumps(rendered.entries, indent=1) + "\n", encoding="utf-8")
     (out / RESOURCES_FILE).write_text(json.dumps(rendered.resources, indent=2) + "\n", encoding="utf-8")
     return rendered
+
+
+def network_options(up_ports: tuple[int, ...]) -> TofinoOptions:
+    """Options for one switch of a routed network (``p4sub route --target tofino``): adds the network stage.
+
+    The egress then drops copies going back out of the ingress port and, for packets that came in on
+    an up port, copies going up again (:mod:`backends.tofino.network`).
+    """
+    return TofinoOptions(network_up_ports=tuple(up_ports))
 
 
 def options_from_args(args) -> TofinoOptions:

@@ -39,7 +39,8 @@ class TofinoOptions:
     where the spec skips a packet-dependent number of bytes, which Tofino's parser cannot:
     ``stop`` parses no further (the rest of the packet is payload), ``refuse`` raises;
     ``fold_misses`` when miss tables become wildcard entries of their field tables
-    (:mod:`backends.tofino.fold`).
+    (:mod:`backends.tofino.fold`); ``network_up_ports`` makes the program one switch of a routed
+    network, with the network stage of :mod:`backends.tofino.network` (None: a lone switch).
     """
 
     target: Target = TOFINO1
@@ -49,6 +50,7 @@ class TofinoOptions:
     batch: str = "auto"
     variable_advance: str = "stop"
     fold_misses: str = "auto"  # "auto" (only when it does not fit otherwise), "always", "never"
+    network_up_ports: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

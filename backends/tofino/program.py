@@ -2,8 +2,9 @@
 
 :func:`render` fills ``templates/program.p4.j2`` with the pieces of :mod:`backends.common` (header
 types, parse graph, actions, tables) and the TNA-specific ones made here: the intrinsic-metadata
-prologue of the ingress parser, the bridged header of batched packets, the recirculation header of a
-two-pass pipeline, and the egress. Everything the program says about tables (keys, match kinds,
+prologue of the ingress parser, the bridged header (batched packets' leaf states, the network stage's
+ingress port), the recirculation header of a two-pass pipeline, the network stage of a routed switch
+(:mod:`backends.tofino.network`), and the egress. Everything the program says about tables (keys, match kinds,
 sizes, range pragmas) comes from the :class:`~backends.tofino.layout.Layout`, the same object the
 entry writer reads, so the two cannot disagree.
 """
@@ -24,6 +25,7 @@ from backends.common.parser import emit_statements, parser_states
 from backends.common.target import unsupported
 from backends.tofino.batch import EGRESS_PORT_KEY, Batched
 from backends.tofino.layout import Layout, TableLayout, entries_with_ranges
+from backends.tofino.network import FROM_UP, FROM_UP_TABLE, IN_PORT, TO_UP_TABLE, egress_decls, ingress_decls, network_stage
 from backends.tofino.target import Target, facts
 from compiler import ir
 from compiler.spec import Advance, ParserState, SelectCase, Spec
@@ -42,6 +44,7 @@ class Program:
     text: str
     stopped_states: tuple[str, ...]
     recirculates: bool
+    bridged_bits: int = 0  # the bridged header's size (PHV bits in both gresses, bytes on the internal path)
 
 
 def tna_spec(spec: Spec, policy: str, target: Target) -> tuple[Spec, tuple[str, ...]]:
@@ -135,16 +138,21 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     recirc = bool(pass_of) and max(pass_of.values(), default=0) > 0
     if recirc and union:
         unsupported(target.name, "a pipeline that needs two passes and evaluates several messages per packet")
+    stage = network_stage(layout.options.network_up_ports, target)
+    network_members = stage.bridged(target) if stage else []
     extra_types, ingress_members, egress_members, emits = [], [], [], []
-    bridge_fields = [Member(bits(m.width), meta_member(m.name)) for m in batched.bridged]
-    if union:
+    # The bridged header is the only way metadata reaches Tofino's egress, which parses the packet
+    # afresh: the ingress deparser puts it first, the egress parser takes it off, nothing emits it again.
+    bridge_fields = [Member(bits(m.width), meta_member(m.name)) for m in batched.bridged] + network_members
+    if bridge_fields:
         extra_types.append(_header_decl(f"{BRIDGE}_h", _padded(bridge_fields)))
         ingress_members.append(Member(f"{BRIDGE}_h", BRIDGE))
         egress_members.append(Member(f"{BRIDGE}_h", BRIDGE))
         emits.append(f"pkt.emit(hdr.{BRIDGE});")
     recirc_fields = [Member(bits(m.width), meta_member(m.name)) for m in pipeline.metadata]
     if recirc:
-        extra_types.append(_header_decl(f"{RECIRC}_h", _padded(recirc_fields)))
+        # A second pass comes in on the recirculation port: the first keeps the network stage's fields here.
+        extra_types.append(_header_decl(f"{RECIRC}_h", _padded(recirc_fields + network_members)))
         ingress_members.append(Member(f"{RECIRC}_h", RECIRC))
         emits.append(f"pkt.emit(hdr.{RECIRC});")
     ingress_members += [header_member(h) for h in spec.headers]
@@ -202,7 +210,13 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
         union_group=literal(batched.union_group.id, target.group_width) if batched.union_group else "",
         recirc=recirc, recirc_port=literal(target.recirculation_port, target.port_width),
         recirc_fields=[meta_member(m.name) for m in pipeline.metadata], pass_lines=pass_lines,
-        bridge=BRIDGE, recirc_header=RECIRC, emits=emits,
+        bridge=BRIDGE, recirc_header=RECIRC, emits=emits, bridged_any=bool(bridge_fields),
+        network=stage is not None, from_up=bool(stage and stage.up_ports),
+        network_fields=[m.name for m in network_members], in_port=IN_PORT, from_up_field=FROM_UP,
+        from_up_table=FROM_UP_TABLE, to_up_table=TO_UP_TABLE,
+        network_ingress=ingress_decls(stage, target, BRIDGE) if stage else [],
+        network_egress=egress_decls(stage, target) if stage else [],
     )
     text = _environment().get_template("program.p4.j2").render(**context)
-    return Program(text, stopped, recirc)
+    bridged_bits = sum(int(m.type[4:-1]) for m in _padded(bridge_fields)) if bridge_fields else 0
+    return Program(text, stopped, recirc, bridged_bits)

@@ -27,6 +27,11 @@ sizes p4sub declares (the IR's entry counts times headroom):
   memory is still counted once per physical stage. Each pass costs the packet another trip through
   the pipe (half the pipe's bandwidth for the traffic that recirculates).
 * **Multicast**: one PRE group per IR multicast group against 65,536 MGIDs; one L1 node per group.
+* **The network stage** of a routed switch (:mod:`backends.tofino.network`): its two const tables
+  (ingress: is the ingress port an up port; egress: is the egress port one) are exact tables like
+  any other, one entry per up port, and depend on no p4sub table, so they go to the first stage of
+  their gress. Its bridged bits (ingress port, up bit) are PHV, which the estimate does not model;
+  ``resources.json`` reports the bridged header's size under ``notes.bridged_bits``.
 
 Percentages are of the whole chip (12 stages x 80 SRAM blocks, 12 x 24 TCAM blocks, 64K groups), as
 in Camus Table 1. What is not modelled: map RAMs, hash-distribution units, crossbar bytes, PHV
@@ -36,9 +41,10 @@ allocation, and bf-p4c's freedom to trade table shapes; this is an estimate, not
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from backends.tofino.layout import KeyLayout, Layout, TableLayout, entries_with_ranges
+from backends.tofino.network import network_stage
 from backends.tofino.ranges import nibbles
 from backends.tofino.target import Target
 from compiler import ir
@@ -287,13 +293,21 @@ class _Stages:
         return None
 
 
-def _schedule(layout: Layout, uses: dict[str, TableUse], allow_recirculation: bool) -> dict[str, tuple[int, int]]:
+def _schedule(layout: Layout, uses: dict[str, TableUse], allow_recirculation: bool,
+              independent: tuple[TableLayout, ...] = ()) -> dict[str, tuple[int, int]]:
+    """Stages of every table; ``independent`` tables (the network stage's) depend on none and go first."""
     target = layout.target
     pipeline = layout.pipeline
     passes = target.passes_with_recirculation if allow_recirculation else 1
     stages = _Stages(target)
     placed: dict[str, tuple[int, int]] = {}
     for control, gress in ((pipeline.control, "ingress"), (_egress_control(layout), "egress")):
+        for t in independent:
+            if t.gress == gress:
+                spot = stages.place(uses[t.name], 0, target.stages)
+                if spot is None:
+                    _raise_no_room(t.name, uses, placed, target, allow_recirculation, gress)
+                placed[t.name] = spot
         order = apply_order(pipeline, control) if gress == "ingress" else [(n, None) for n in control]
         deps = dependencies(pipeline, order)
         units = _units(order)
@@ -371,6 +385,11 @@ def estimate(layout: Layout, check: bool = True) -> Estimate:
     target = layout.target
     pipeline = layout.pipeline
     uses = {t.name: table_use(t, pipeline, target) for t in layout.tables}
+    stage = network_stage(layout.options.network_up_ports, target)
+    network = stage.table_layouts() if stage else ()
+    if network:
+        with_actions = replace(pipeline, actions=pipeline.actions + stage.actions())
+        uses.update({t.name: table_use(t, with_actions, target) for t in network})
     sram = sum(u.sram_blocks for u in uses.values())
     tcam = sum(u.tcam_blocks for u in uses.values())
     groups = len(pipeline.multicast_groups)
@@ -378,9 +397,9 @@ def estimate(layout: Layout, check: bool = True) -> Estimate:
     if check:
         _check_totals(uses, sram, tcam, target)
         _check_groups(pipeline, target)
-        placed = _schedule(layout, uses, layout.options.allow_recirculation)
+        placed = _schedule(layout, uses, layout.options.allow_recirculation, network)
     tables = []
-    for t in layout.tables:
+    for t in layout.tables + network:
         u = uses[t.name]
         if t.name in placed:
             first, last = placed[t.name]
