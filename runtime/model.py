@@ -8,7 +8,10 @@ Two implementations of table lookup live here on purpose:
   priority wins (ternary/range tables) or the longest prefix (LPM tables).
 * :class:`Model` is vectorised with numpy for batches: each table is compiled once into sorted
   arrays (the exact keys ranked into one integer, the one non-exact key resolved into disjoint
-  intervals with the winning entry per interval), and a batch is looked up with ``searchsorted``.
+  intervals with the winning entry per interval), and a batch is looked up with gathers where the
+  key space is small (dense arrays; wide exact keys with few values through a perfect hash; the
+  intervals of a range table through one array per (state, position among the intervals' lows)),
+  and with ``searchsorted`` otherwise.
 
 Tests hold the two to each other on random tables; replay and the property tests use the fast one.
 Each message is one row: a packet with a stack of several messages is several rows.
@@ -73,6 +76,29 @@ def _as_array(values: Iterable[int] | np.ndarray, width: int) -> np.ndarray:
 
 
 DENSE_LIMIT = 1 << 22
+#: Wide exact keys with at most this many known values (stock symbols, a few addresses) are ranked
+#: through a perfect hash: one multiply and two gathers per row instead of a binary search.
+HASH_LIMIT = 512
+
+
+def _perfect_hash(values: np.ndarray, seed: int = 1) -> tuple[np.uint64, np.uint64, np.ndarray] | None:
+    """A multiplicative hash ``(v * a mod 2^64) >> shift`` that is injective on ``values``.
+
+    A random multiplier is injective on n values with probability about ``exp(-n^2 / 2m)`` in ``m``
+    slots (the birthday bound), so the table has ``2 n^2`` slots and a few multipliers are tried.
+    Returns the multiplier, the shift and the slot -> rank array (-1 for empty slots), or None.
+    """
+    rng = np.random.default_rng(seed)
+    bits = max(1, (2 * len(values) * len(values)).bit_length())
+    shift = np.uint64(64 - bits)
+    for _ in range(16):
+        multiplier = np.uint64(int(rng.integers(1 << 62)) * 2 + 1)
+        slots = ((values * multiplier) >> shift).astype(np.int64)
+        if len(np.unique(slots)) == len(values):
+            slot_rank = np.full(1 << bits, -1, dtype=np.int32)
+            slot_rank[slots] = np.arange(len(values), dtype=np.int32)
+            return multiplier, shift, slot_rank
+    return None
 
 
 class _Ranker:
@@ -86,9 +112,12 @@ class _Ranker:
         self.width = width
         self.values = _as_array(sorted(set(known)), width)
         self.dense: np.ndarray | None = None
+        self.hashed: tuple[np.uint64, np.uint64, np.ndarray] | None = None
         if len(self.values) and width <= 64 and int(self.values[-1]) < DENSE_LIMIT:
             self.dense = np.full(int(self.values[-1]) + 1, -1, dtype=np.int64)
             self.dense[self.values.astype(np.int64)] = np.arange(len(self.values))
+        elif 0 < len(self.values) <= HASH_LIMIT and width <= 64:
+            self.hashed = _perfect_hash(self.values)
 
     def __len__(self) -> int:
         return len(self.values)
@@ -99,6 +128,10 @@ class _Ranker:
         if self.dense is not None:
             inside = values < len(self.dense)
             return np.where(inside, self.dense[np.where(inside, values, 0).astype(np.int64)], -1)
+        if self.hashed is not None:
+            multiplier, shift, slot_rank = self.hashed
+            rank = slot_rank[((values * multiplier) >> shift).astype(np.int64)].astype(np.int64)
+            return np.where(self.values[np.maximum(rank, 0)] == values, rank, -1)
         idx = np.searchsorted(self.values, values)
         idx_c = np.minimum(idx, len(self.values) - 1)
         found = self.values[idx_c] == values
@@ -123,6 +156,8 @@ class _CompiledTable:
     lo_ranker: _Ranker | None = None
     seg_key: np.ndarray | None = None
     shift: int | None = None  # when (group << width | value) fits in 64 bits, no ranking of values is needed
+    # (group, rank of the value among the distinct lows) -> the segment with the largest low <= value
+    dense_segment: np.ndarray | None = None
     dense_entry: np.ndarray | None = None  # exact-only tables over a small group space: group -> entry
 
 
@@ -225,6 +260,16 @@ def _compile_table(table: ir.Table, entries: list[ir.Entry]) -> _CompiledTable:
     groups_bits = max(1, int(ct.seg_group.max(initial=0)).bit_length())
     if width <= 64 and groups_bits + width <= 63:
         ct.shift = width
+    slots = (int(ct.seg_group.max(initial=0)) + 1) * (len(ct.lo_ranker) + 1)
+    if slots <= DENSE_LIMIT and len(seg_lo):
+        # Every slot (group g, position q) names the last segment at or before it; it is g's
+        # candidate for values whose position among the distinct lows is q.
+        rank_key = np.sort(ct.seg_key)
+        candidate = np.searchsorted(rank_key, np.arange(slots), side="right") - 1
+        same_group = ct.seg_group[np.argsort(ct.seg_key, kind="stable")][np.maximum(candidate, 0)] == (
+            np.arange(slots) // (len(ct.lo_ranker) + 1))
+        ct.dense_segment = np.where((candidate >= 0) & same_group, candidate, -1)
+    if ct.shift is not None:
         ct.seg_key = (ct.seg_group.astype(np.uint64) << np.uint64(width)) | ct.seg_lo.astype(np.uint64)
     order = np.argsort(ct.seg_key, kind="stable")
     for name in ("seg_group", "seg_lo", "seg_hi", "entry_of", "seg_key"):
@@ -252,6 +297,11 @@ def _lookup_batch(ct: _CompiledTable, columns: list[np.ndarray]) -> np.ndarray:
     if ct.seg_key is None or len(ct.seg_key) == 0:
         return np.full(n, -1, dtype=np.int64)
     values = columns[ct.interval_idx]
+    if ct.dense_segment is not None:
+        pos = np.searchsorted(ct.lo_ranker.values, values, side="right").astype(np.int64)
+        seg = ct.dense_segment[group * (len(ct.lo_ranker) + 1) + pos]
+        seg_c = np.maximum(seg, 0)
+        return np.where(valid & (seg >= 0) & (values <= ct.seg_hi[seg_c]), ct.entry_of[seg_c], -1)
     if ct.shift is not None:
         key = (group.astype(np.uint64) << np.uint64(ct.shift)) | values.astype(np.uint64)
     else:
