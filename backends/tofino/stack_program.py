@@ -1,0 +1,305 @@
+"""The TNA stack program of one switch in a combined compile, and its BF Runtime entries.
+
+:func:`render_stack` renders ``templates/stack.p4.j2`` for one switch of a
+:class:`~compiler.delivery.combined.CombinedPlan`: the Tofino counterpart of
+:mod:`backends.bmv2.stack_program`, with the same labels, EtherType, drop reasons (indices of
+``combined.DROP_REASONS``) and control-plane tables, so one plan installs the same way on both.
+A host-facing switch also runs the subscription tables of the plan's receiver-set pipeline (laid
+out for Tofino by :func:`backends.tofino.layout.plan`, evaluated on the first message of a queried
+header stack) and the push table.
+
+Control-plane objects (BF Runtime names):
+
+* ``pipe.SwitchIngress.p4sub_self``: keyless; default entry ``SwitchIngress.p4sub_set_own(id)``.
+* ``pipe.SwitchIngress.p4sub_push``: ``meta.p4sub_rset`` -> ``p4sub_push_stack(count, l0 .. l{N-1})``.
+* ``pipe.SwitchIngress.p4sub_stored``: tree id -> ``p4sub_set_mask(mask)``.
+* ``pipe.SwitchEgress.p4sub_host_port``: ``eg_intr_md.egress_port`` -> ``p4sub_strip``.
+* ``$pre.node`` / ``$pre.mgid``: one multicast group per port bitmap (id = bitmap, rid = id).
+* Counters ``SwitchIngress.p4sub_drops`` (index = position in ``DROP_REASONS``) and
+  ``SwitchEgress.p4sub_ingress_port_drops``.
+
+Everything else the program needs (first own label, a port label's bitmap bit, the predictive
+pruning of the port encoding) is ``const entries`` computed here, the same for every switch.
+What does not map from the v1model program, and why, is said in the program's header comment and
+in docs/delivery.md ("Combined compile", "On Tofino").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from backends.bmv2.stack_program import spec_ethernet
+from backends.common.controls import action_decls, apply_statements, pipeline_metadata_members, table_decl, user_call_members
+from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, header_member, header_type_decls, struct_decl
+from backends.common.literals import literal
+from backends.common.messages import message_layout
+from backends.common.names import check_key_fields, field_expression, is_meta, p4info_param_name, split_field
+from backends.common.parser import emit_statements, parser_states
+from backends.tofino.batch import EGRESS_PORT_KEY
+from backends.tofino.bfrt import FORMAT, action_name, entry_json, key_json, pre_records, table_name
+from backends.tofino.layout import KeyLayout, Layout, TableLayout, TofinoOptions, entries_with_ranges, plan
+from backends.tofino.program import EGRESS_HEADERS, EGRESS_METADATA, SPEC_START, tna_spec
+from backends.tofino.target import TOFINO1, Target, facts
+from compiler import ir
+from compiler.delivery.combined import DROP_REASONS, MAX_PORT, RENDERED_ENCODINGS, RSET_META, CombinedPlan, SwitchPlan, push_args
+from compiler.delivery.wire import ETH_HEADER
+from compiler.errors import TargetError
+
+PROGRAM = "program.p4"
+ENTRIES = "entries.bfrt.json"
+INFO = "tofino.json"
+BRIDGE = "p4sub_bridge"
+STORED_KEY = "p4sub_label[0].value"
+#: Tofino 1's egress parser reads at most this many bytes of a packet (p4c ``specs/parde_spec.h``).
+EGRESS_PARSE_BYTES = 160
+
+
+@dataclass(frozen=True)
+class StackTable:
+    """A control-plane table of the stack program: its layout (for :mod:`backends.tofino.bfrt`) and action."""
+
+    layout: TableLayout
+    action: ir.Action
+
+
+def bridge_bytes(max_labels: int) -> int:
+    """Bytes of the bridged header: ingress port (2), stored flag (1), pop (1), keep bits, own bits."""
+    return 4 + 2 * math.ceil(max_labels / 8)
+
+
+def _table(name: str, keys: tuple[tuple[str, int], ...], action: ir.Action, gress: str, size: int,
+           entries: list[ir.Entry]) -> StackTable:
+    table = ir.Table(name, tuple(ir.Key(f, w, "exact") for f, w in keys), (action.name, "NoAction"), "NoAction",
+                     size=size)
+    layout = TableLayout(name, table, tuple(KeyLayout(f, w, "exact", "exact", "native") for f, w in keys),
+                         tuple(entries), size, 0, gress)
+    return StackTable(layout, action)
+
+
+def stack_tables(plan_: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -> list[StackTable]:
+    """The stack program's control-plane tables with this switch's entries (``p4sub_self`` is separate:
+    it is keyless and only its default entry is set)."""
+    label_bits = 8 * plan_.label_bytes
+    set_mask = ir.Action("p4sub_set_mask", (ir.Param("mask", plan_.mask_width),))
+    strip = ir.Action("p4sub_strip")
+    tables = [
+        _table("p4sub_stored", ((STORED_KEY, 8 * plan_.value_bytes),), set_mask, "ingress", stored_size(sp),
+               [ir.Entry("p4sub_stored", (ir.Exact(t),), set_mask.name, (m,)) for t, m in sp.stored]),
+        _table("p4sub_host_port", ((EGRESS_PORT_KEY, target.port_width),), strip, "egress", 64,
+               [ir.Entry("p4sub_host_port", (ir.Exact(p),), strip.name) for p in sp.host_ports]),
+    ]
+    if sp.ingress:
+        push = ir.Action("p4sub_push_stack", (ir.Param("count", 16),)
+                         + tuple(ir.Param(f"l{i}", label_bits) for i in range(plan_.max_labels)))
+        tables.append(_table("p4sub_push", ((RSET_META, rset_width(plan_)),), push, "ingress", push_size(plan_),
+                             [ir.Entry("p4sub_push", (ir.Exact(p.rsid),), push.name, push_args(plan_, p))
+                              for p in sp.pushes]))
+    return tables
+
+
+def stored_size(sp: SwitchPlan) -> int:
+    return max(64, len(sp.stored))
+
+
+def push_size(plan_: CombinedPlan) -> int:
+    return max(64, len(plan_.receiver_sets))
+
+
+def rset_width(plan_: CombinedPlan) -> int:
+    return next(m.width for m in plan_.pipeline.metadata if m.name == RSET_META)
+
+
+def subscription_layout(plan_: CombinedPlan, target: Target = TOFINO1) -> Layout:
+    """The receiver-set pipeline's tables as Tofino matches them (program and entries read this one object)."""
+    check_key_fields(plan_.pipeline, target.name)
+    return plan(plan_.pipeline, TofinoOptions(target=target))
+
+
+def first_own_rows(n: int) -> list[dict[str, Any]]:
+    """``p4sub_first_own``'s const entries: own bit ``i`` set and every lower one clear -> position ``i``."""
+    return [{"index": i, "match": ["1w0"] * i + ["1w1"] + ["_"] * (n - i - 1)} for i in range(n)]
+
+
+def keep_after(k: int, end: int) -> int:
+    """Bits ``k+1 .. end-1``: the labels strictly between position ``k`` and ``end``."""
+    return sum(1 << j for j in range(k + 1, end))
+
+
+def prune_rows(n: int, keep_bits: int) -> list[dict[str, Any]]:
+    """``p4sub_prune``'s const entries (keys: own_0..own_{n-1}, at_0..at_{n-1}).
+
+    For the first own label ``k`` naming the egress port (``at_k``; no ``at_j`` below it) and the next
+    own label ``nxt`` after it (none: the subtree runs to the stack's end), keep labels ``k+1 .. nxt-1``.
+    """
+    rows = []
+    for k in range(n):
+        at = ["1w0"] * k + ["1w1"] + ["_"] * (n - k - 1)
+        for nxt in range(k + 1, n + 1):
+            own = ["_"] * (k + 1) + ["1w0"] * (nxt - k - 1) + (["1w1"] + ["_"] * (n - nxt - 1) if nxt < n else [])
+            keep = literal(keep_after(k, nxt), keep_bits)
+            action = (f"p4sub_keep_span({keep}, 16w{nxt - k - 1})" if nxt < n
+                      else f"p4sub_keep_tail({keep}, 16w{k + 1})")
+            rows.append({"match": own + at, "action": action})
+    return rows
+
+
+def port_rows(value_bits: int) -> list[tuple[int, int]]:
+    """``p4sub_port_i``'s const entries: label value ``p`` -> bit ``p - 1``, for every port a label can name."""
+    return [(p, 1 << (p - 1)) for p in range(1, min(MAX_PORT, (1 << value_bits) - 1) + 1)]
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+        autoescape=False)
+
+
+def _check(plan_: CombinedPlan, sp: SwitchPlan, target: Target) -> None:
+    if plan_.encoding not in RENDERED_ENCODINGS:
+        raise TargetError(f"{target.name}: no header-stack program for the {plan_.encoding} encoding "
+                          f"(the TNA stack program renders {' and '.join(RENDERED_ENCODINGS)})")
+    bad = [g for g, _ in sp.groups if not target.first_group_id <= g < target.multicast_groups]
+    if bad:
+        raise TargetError(f"{target.name}: switch {sp.name}: port bitmap {bad[0]} is not a multicast group id")
+    depth = bridge_bytes(plan_.max_labels) + ETH_HEADER + plan_.max_bytes
+    if depth > EGRESS_PARSE_BYTES:
+        raise TargetError(f"{target.name}: the egress would parse {depth} bytes (bridged header, Ethernet, "
+                          f"stack of {plan_.max_labels} labels), more than {EGRESS_PARSE_BYTES}; lower --max-labels")
+
+
+def _key_expression(spec, stacked: set[str]):
+    def expr(key: ir.Key) -> str:
+        if not is_meta(key.field) and split_field(key.field)[0] in stacked:
+            return field_expression(key.field, index=0)
+        return field_expression(key.field)
+    return expr
+
+
+def _subscription_context(plan_: CombinedPlan, target: Target) -> tuple[dict[str, Any], list[Member]]:
+    """The edge's pieces: spec headers and parser, subscription tables and actions, push table."""
+    pipeline = plan_.pipeline
+    eth = spec_ethernet(pipeline.spec)
+    spec, stopped = tna_spec(pipeline.spec, TofinoOptions().variable_advance, target)
+    layout = subscription_layout(plan_, target)
+    messages = message_layout(pipeline)
+    stacked = {h for h in messages.query_headers if spec.header(h).stack_size}
+    key_expr = _key_expression(spec, stacked)
+    tables = []
+    for t in layout.tables:
+        table = replace(t.table, keys=tuple(ir.Key(k.field, k.width, k.match_kind) for k in t.keys))
+        text = table_decl(table, pipeline, key_expr, size=t.size)
+        pragma = entries_with_ranges(t, target)
+        tables.append(f"@entries_with_ranges({pragma})\n{text}" if pragma is not None else text)
+    valid = [f"hdr.{h}[0].isValid()" if h in stacked else f"hdr.{h}.isValid()" for h in messages.query_headers]
+    context = dict(
+        name=pipeline.name, spec_path=pipeline.spec.path, eth=eth, stopped=stopped, first_only=bool(stacked),
+        header_types=header_type_decls(spec), spec_members=[header_member(h).render() for h in spec.headers],
+        parser_states=[s for s in parser_states(spec, packet="pkt") if not s.startswith("state start {")],
+        emits=emit_statements(spec, packet="pkt"),
+        actions=action_decls(pipeline, facts(target)), tables=tables, apply_lines=apply_statements(pipeline),
+        valid_condition=" && ".join(valid) if valid else "true",
+        rset_meta=field_expression(RSET_META), rset_ref=RSET_META,
+        rset_literal_zero=literal(0, rset_width(plan_)), push_size=push_size(plan_),
+    )
+    return context, pipeline_metadata_members(pipeline) + user_call_members(pipeline)
+
+
+def program_text(plan_: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -> str:
+    """``program.p4`` for switch ``sp``; raises a :class:`TargetError` if it cannot be rendered."""
+    _check(plan_, sp, target)
+    n = plan_.max_labels
+    keep_bits = 8 * math.ceil(n / 8)
+    unused = {"ingress-port", "no-subscriber" if not sp.ingress else "not-a-stack"}  # egress / the other role
+    reasons = [{"name": r, "const": r.upper().replace("-", "_"), "index": i} for i, r in enumerate(DROP_REASONS)
+               if r not in unused]
+    members = [Member(bits(8 * plan_.id_bytes), "p4sub_own"), Member(bits(8), "p4sub_index"),
+               Member(bits(16), "p4sub_mask"), Member(bits(1), "p4sub_too_deep"), Member(bits(1), "p4sub_drop"),
+               Member(bits(8), "p4sub_reason")]
+    if plan_.encoding == "port":
+        members += [Member(bits(16), f"p4sub_bit_{i}") for i in range(n)]
+    egress_members = [Member(bits(keep_bits), "p4sub_keep")]
+    if plan_.encoding == "port":
+        egress_members += [Member(bits(1), f"p4sub_at_{i}") for i in range(n)]
+    context: dict[str, Any] = dict(
+        switch=sp.name, switch_id=sp.switch_id, encoding=plan_.encoding, n=n, include=target.include, t=target,
+        id_bits=8 * plan_.id_bytes, value_bits=8 * plan_.value_bytes, label_bits=8 * plan_.label_bytes,
+        reasons=reasons, n_reasons=len(DROP_REASONS), H=HEADERS_STRUCT, M=METADATA_STRUCT,
+        EH=EGRESS_HEADERS, EM=EGRESS_METADATA, bridge=BRIDGE, keep_bits=keep_bits, own_pad=keep_bits - n,
+        keep_after=[keep_after(i, n) for i in range(n)], first_own_rows=first_own_rows(n),
+        port_rows=port_rows(8 * plan_.value_bytes), prune_rows=prune_rows(n, keep_bits) if plan_.encoding == "port" else [],
+        edge=sp.ingress, stored_size=stored_size(sp), stored_key=STORED_KEY, host_port_key=EGRESS_PORT_KEY,
+        spec_start=SPEC_START, header_types=[], spec_members=[], parser_states=[], emits=[], stopped=(),
+        first_only=False,
+    )
+    if sp.ingress:
+        extra, pipeline_members = _subscription_context(plan_, target)
+        context.update(extra)
+        members += pipeline_members
+    context["metadata_struct"] = struct_decl(METADATA_STRUCT, members)
+    context["egress_metadata_struct"] = struct_decl(EGRESS_METADATA, egress_members)
+    context["meta_init"] = [f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in members]
+    context["egress_meta_init"] = [f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in egress_members]
+    return _environment().get_template("stack.p4.j2").render(**context)
+
+
+def _stack_entry(entry: ir.Entry, table: StackTable, target: Target) -> dict[str, Any]:
+    key = {k.field: key_json(m, k) for m, k in zip(entry.matches, table.layout.keys)}
+    data = {p4info_param_name(p): a for p, a in zip(table.action.params, entry.args)}
+    return {"table_name": table_name(table.layout, target), "action": action_name(entry.action, table.layout, target),
+            "key": key, "data": data}
+
+
+def _table_summary(t: TableLayout, target: Target) -> dict[str, Any]:
+    return {"table_name": table_name(t, target), "gress": t.gress, "size": t.size,
+            "keys": [{"name": k.field, "match_type": k.match_kind, "width": k.width} for k in t.keys],
+            "actions": [action_name(a, t, target) for a in t.table.actions], "priority": t.needs_priority}
+
+
+def document(plan_: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -> dict[str, Any]:
+    """The switch's ``entries.bfrt.json``: the own id (default entry of ``p4sub_self``), the stack
+    tables' entries, on an ingress switch the subscription tables' entries, and the PRE records."""
+    own = TableLayout("p4sub_self", ir.Table("p4sub_self", (), ("p4sub_set_own",), "p4sub_set_own", (0,), size=1),
+                      (), (), 1, 0, "ingress")
+    entries: list[dict[str, Any]] = [{
+        "table_name": table_name(own, target), "default_entry": True,
+        "action": action_name("p4sub_set_own", own, target), "key": {}, "data": {"id": sp.switch_id},
+    }]
+    stack = stack_tables(plan_, sp, target)
+    for t in stack:
+        entries.extend(_stack_entry(e, t, target) for e in t.layout.entries)
+    layouts = [own] + [t.layout for t in stack]
+    if sp.ingress:
+        layout = subscription_layout(plan_, target)
+        entries.extend(entry_json(e, t, layout.pipeline, target) for t in layout.tables for e in t.entries)
+        layouts += list(layout.tables)
+    groups = tuple(ir.MulticastGroup(g, ports) for g, ports in sp.groups)
+    return {"format": FORMAT, "target": target.name, "p4_name": Path(PROGRAM).stem,
+            "pipeline": f"p4sub-stack-{sp.name}", "tables": [_table_summary(t, target) for t in layouts],
+            "entries": entries, "pre": pre_records(groups)}
+
+
+def render_stack(plan_: CombinedPlan, switch: str, target: Target = TOFINO1) -> dict[str, str]:
+    """Every file of one switch, as {name: text}, without writing anything."""
+    sp = plan_.switches[switch]
+    text = program_text(plan_, sp, target)
+    doc = document(plan_, sp, target)
+    info = {
+        "target": target.name, "architecture": "TNA", "mode": "header-stack", "encoding": plan_.encoding,
+        "switch": sp.name, "switch_id": sp.switch_id, "edge": sp.ingress,
+        "controls": {"ingress": target.ingress_control, "egress": target.egress_control},
+        "max_labels": plan_.max_labels, "label_bytes": plan_.label_bytes,
+        "bridge_bytes": bridge_bytes(plan_.max_labels),
+        "egress_parse_bytes": bridge_bytes(plan_.max_labels) + ETH_HEADER + plan_.max_bytes,
+        "drop_reasons": list(DROP_REASONS), "recirculations_per_packet": 0, "multicast_groups": len(sp.groups),
+        "build": f"bf-p4c --target tofino --arch tna -o OUT {PROGRAM} (not run by p4sub; p4test checks the types)",
+    }
+    return {PROGRAM: text, ENTRIES: json.dumps(doc, indent=1) + "\n", INFO: json.dumps(info, indent=2) + "\n"}
