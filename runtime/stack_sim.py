@@ -7,8 +7,12 @@ push action's *arguments* (:func:`compiler.delivery.combined.push_args`: count a
 into the frame; every switch then parses at most ``max_labels`` labels, finds its own label(s) or
 its stored tree, turns them into a port bitmap, replicates to the bitmap's multicast group and, per
 copy, strips the stack on host ports or prunes it (predictive pruning for switch/port, pop up to
-the own label for switch/bitmask). The trees and the encoder are not consulted: a test that
-compares deliveries with the subscriptions therefore checks the installed state.
+the own label for switch/bitmask, switch/multicast-group and mixed). The bitmap of a label: the
+OR of ``1 << (port - 1)`` over all own labels (port); the value (bitmask; mcgroup, whose group id
+is the bitmap); by the strategy tag at the top of the value (mixed: port, bitmask or group; any
+other tag gives no port). Values are cut to the program's 16-bit bitmap as the program's casts
+do. The trees and the encoders are not consulted: a test that compares deliveries with the
+subscriptions therefore checks the installed state.
 
 Drops are counted by reason (:data:`compiler.delivery.combined.DROP_REASONS`), as the programs'
 drop counters do.
@@ -22,7 +26,7 @@ from typing import Mapping
 
 import numpy as np
 
-from compiler.delivery.combined import RSET_META, STORED_ID, CombinedPlan, SwitchPlan, push_args
+from compiler.delivery.combined import MIXED_TAGS, RSET_META, STORED_ID, CombinedPlan, SwitchPlan, push_args
 from compiler.delivery.wire import ETH_HEADER, ETHERTYPE_STACK, STACK_SHIM
 from compiler.topology import Topology
 from runtime.model import Model
@@ -100,13 +104,12 @@ class StackNetwork:
         elif not own:
             drops["no-own-label"] += 1
             return []
-        elif self.plan.encoding == "bitmask":
-            mask = vals[own[0]]
-        else:
+        elif self.plan.encoding == "port":
             mask = 0
             for i in own:
-                if vals[i] >= 1:
-                    mask |= 1 << (vals[i] - 1)
+                mask |= self._port_bit(vals[i])
+        else:
+            mask = self._label_mask(vals[own[0]])
         ports = self.groups[switch].get(mask)
         if ports is None:
             drops["no-port"] += 1
@@ -123,12 +126,28 @@ class StackNetwork:
             out.append((port, self._egress(sp, port, frame, raw, ids, vals, stored, own, body)))
         return out
 
+    def _port_bit(self, port: int) -> int:
+        """``1 << (port - 1)`` in the 16-bit bitmap; 0 for port 0 and ports past it (the shift runs out)."""
+        return 1 << (port - 1) if 1 <= port <= self.plan.mask_width else 0
+
+    def _label_mask(self, value: int) -> int:
+        """The port bitmap of one own label of a bitmask, mcgroup or mixed stack."""
+        cut = (1 << self.plan.mask_width) - 1
+        if not self.plan.tag_bits:
+            return value & cut
+        tag, rest = value >> self.plan.tag_shift, value & ((1 << self.plan.tag_shift) - 1)
+        if tag == MIXED_TAGS["port"]:
+            return self._port_bit(rest)
+        if tag in (MIXED_TAGS["bitmask"], MIXED_TAGS["group"]):
+            return rest & cut
+        return 0
+
     def _egress(self, sp: SwitchPlan, port: int, frame: bytes, raw: list[int], ids: list[int], vals: list[int],
                 stored: bool, own: list[int], body: bytes) -> bytes:
         n = len(raw)
         if stored:
             keep = range(n)
-        elif self.plan.encoding == "bitmask":
+        elif self.plan.encoding != "port":
             keep = range(own[0] + 1, n)
         else:
             k = next((i for i in own if vals[i] == port), n)

@@ -20,6 +20,21 @@ that both backends render and that :mod:`runtime.stack_sim` runs.
 
 Port subsets: a group's id *is* the port bitmap (bit ``p - 1`` for port ``p``), so a bitmask label
 selects its group without a lookup and the port encoding ORs its own labels into the same bitmap.
+
+Encodings (the labels come from the encoders of :mod:`compiler.delivery`, nothing is re-encoded here):
+
+* ``port``, ``bitmask``: :class:`~compiler.delivery.switch_port.SwitchPort`,
+  :class:`~compiler.delivery.switch_bitmask.SwitchBitmask`.
+* ``mcgroup``: :class:`~compiler.delivery.switch_mcgroup.SwitchMcGroup` with the *full* port-subset
+  group table (``split=1``, 2^n - 1 groups per n-port switch), whose group id is the port bitmap:
+  the label names the switch's multicast group directly (Listing 3.7's ``do_multicast``), no
+  index -> bitmap table. The subset-split tables (``split=c``) need c - 1 recirculations per
+  switch to reach the next block's label, which the stack program does not do; they are not rendered.
+* ``mixed``: :class:`~compiler.delivery.mixed.Mixed` over the same group table: per switch a
+  port label (one port) or a group label (several ports; with ``split=1`` one group always covers
+  them, so the bitmask tag is never chosen but is rendered). The top two bits of the value
+  (``CombinedPlan.tag_bits``, as the encoder lays them out) are the strategy tag (:data:`MIXED_TAGS`);
+  the program dispatches on it. A label with the unused tag 3 yields no port.
 A switch with at most :data:`ALL_SUBSETS_PORTS` ports gets every non-empty subset (its state then
 depends on the topology only); a bigger one gets the subsets the compiled trees use.
 
@@ -45,7 +60,9 @@ from compiler import ir
 from compiler import rules as ast
 from compiler.compile import CompileOptions, compile_rules
 from compiler.delivery.stack import HeaderStackEncoding, Widths, mask_of
+from compiler.delivery.mixed import TAG_BITMASK, TAG_GROUP, TAG_PORT, Mixed
 from compiler.delivery.switch_bitmask import SwitchBitmask
+from compiler.delivery.switch_mcgroup import SwitchMcGroup
 from compiler.delivery.switch_port import SwitchPort
 from compiler.delivery.tree import DeliveryTree, steiner_tree
 from compiler.delivery.wire import ETH_HEADER, STACK_SHIM
@@ -55,7 +72,9 @@ from compiler.topology import Topology, ceil_bytes
 
 #: What ``--delivery header-stack:E`` accepts, and what the combined compile renders.
 DELIVERY_ENCODINGS = ("port", "bitmask", "mcgroup", "mixed")
-RENDERED_ENCODINGS = ("port", "bitmask")
+RENDERED_ENCODINGS = ("port", "bitmask", "mcgroup", "mixed")
+#: The mixed encoding's strategy tag values (the tag is the top ``CombinedPlan.tag_bits`` bits of the value).
+MIXED_TAGS = {"port": TAG_PORT, "bitmask": TAG_BITMASK, "group": TAG_GROUP}
 RSET_META = "meta.p4sub_rset"
 SET_RSET = "p4sub_set_rset"
 ALL_SUBSETS_PORTS = 8
@@ -146,10 +165,17 @@ class CombinedPlan:
     switches: dict[str, SwitchPlan]
     fallbacks: int = 0
     compile_stats: dict[str, Any] = field(default_factory=dict)
+    #: Strategy-tag bits at the top of the label value (mixed: 2; the other encodings: 0).
+    tag_bits: int = 0
 
     @property
     def label_bytes(self) -> int:
         return self.id_bytes + self.value_bytes
+
+    @property
+    def tag_shift(self) -> int:
+        """Where the tag starts in the value: ``tag = value >> tag_shift`` (the value's width without a tag)."""
+        return 8 * self.value_bytes - self.tag_bits
 
     @property
     def mask_width(self) -> int:
@@ -159,6 +185,11 @@ class CombinedPlan:
         pushes = [p for s in self.switches.values() for p in s.pushes]
         stack_bytes = [STACK_SHIM + len(p.labels) * self.label_bytes for p in pushes]
         transit = [s.entry_count() - len(s.pushes) for s in self.switches.values()]
+        extra: dict[str, Any] = {}
+        if self.tag_bits:
+            names = {v: k for k, v in MIXED_TAGS.items()}
+            tags = [names.get(v >> self.tag_shift, "invalid") for p in pushes if p.kind == "stack" for _, v in p.labels]
+            extra["label_tags"] = {k: tags.count(k) for k in MIXED_TAGS}
         return {
             "delivery": f"header-stack:{self.encoding}",
             "label_bytes": self.label_bytes, "id_bytes": self.id_bytes, "value_bytes": self.value_bytes,
@@ -172,6 +203,7 @@ class CombinedPlan:
             "transit_entries": {"max": max(transit, default=0), "total": sum(transit)},
             "recirculations_per_packet": 0,
             "ingress_pipeline_entries": len(self.pipeline.entries),
+            **extra,
         }
 
 
@@ -188,7 +220,12 @@ def encoding_for(name: str, topology: Topology) -> HeaderStackEncoding:
         raise P4subError(f"--delivery header-stack: switch {too_big[0]} has ports above {MAX_PORT}; the stack "
                          "program uses port bitmaps as 16-bit multicast group ids")
     widths = Widths.derive(topology)
-    return SwitchPort(topology, widths) if name == "port" else SwitchBitmask(topology, widths)
+    if name == "port":
+        return SwitchPort(topology, widths)
+    if name == "bitmask":
+        return SwitchBitmask(topology, widths)
+    # split=1: the group id is the port bitmap, which is what the plan installs as multicast groups.
+    return SwitchMcGroup(topology, widths, split=1) if name == "mcgroup" else Mixed(topology, widths, split=1)
 
 
 def receiver_pipeline(pipeline: ir.Pipeline, host_bits: int = 32) -> tuple[ir.Pipeline, tuple[ReceiverSet, ...]]:
@@ -313,7 +350,8 @@ def plan_combined(
                                  tuple(stored[s]), tuple(pushes.get(s, ())))
     return CombinedPlan(encoding, target, enc.layout.id_bytes, enc.layout.value_bytes, n_max,
                         STACK_SHIM + n_max * label_bytes, pipeline, rsets, switches, fallbacks,
-                        dict(compiled.stats))
+                        dict(compiled.stats),
+                        8 * enc.layout.value_bytes - enc.tag_shift if isinstance(enc, Mixed) else 0)
 
 
 def _ports(mask: int) -> list[int]:

@@ -29,6 +29,7 @@ from tests.compiler.specs import make_spec
 SPEC = make_spec({"m.a": (8, {"match_kind": "range"}), "m.b": (8, {"match_kind": "range"})})
 TOPOLOGIES = {"fat-tree-4": fat_tree(4), "jellyfish-8": jellyfish(8, 3, 1, seed=2)}
 NATURAL = {"ingress-port", "no-subscriber"}  # the publisher subscribed too / nobody did
+ENCODINGS = ["port", "bitmask", "mcgroup", "mixed"]
 
 
 def host_rules(assignments: list[tuple[int, list[str]]], topo) -> ast.RuleSet:
@@ -58,8 +59,8 @@ def networks(draw):
     return topo, host_rules(assignments, topo)
 
 
-@settings(max_examples=40, deadline=None)
-@given(networks(), st.sampled_from(["port", "bitmask"]), st.sampled_from([None, 6, 2, 1]),
+@settings(max_examples=80, deadline=None)
+@given(networks(), st.sampled_from(ENCODINGS), st.sampled_from([None, 6, 2, 1]),
        st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7), st.integers(0, 1000)), min_size=1, max_size=5))
 def test_each_subscriber_gets_exactly_one_original_copy_and_nobody_else(net, encoding, max_labels, packets):
     topo, rules = net
@@ -111,7 +112,7 @@ def _pushed(sim: StackNetwork, topo, publisher: str, values: dict[str, int]) -> 
     raise AssertionError("no copy towards a switch")
 
 
-@pytest.mark.parametrize("encoding", ["port", "bitmask"])
+@pytest.mark.parametrize("encoding", ENCODINGS)
 def test_truncated_deep_and_foreign_stacks_are_dropped_and_counted_never_looped(encoding):
     topo = fat_tree(4)
     hosts = topo.hosts()
@@ -138,7 +139,7 @@ def test_truncated_deep_and_foreign_stacks_are_dropped_and_counted_never_looped(
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from(sorted(TOPOLOGIES)), st.sampled_from(["port", "bitmask"]), st.data())
+@given(st.sampled_from(sorted(TOPOLOGIES)), st.sampled_from(ENCODINGS), st.data())
 def test_any_stack_travels_at_most_one_hop_per_label(name, encoding, data):
     """Random labels (real and unknown ids, any values) injected anywhere: no copy outlives its stack."""
     topo = TOPOLOGIES[name]
@@ -159,6 +160,70 @@ def test_any_stack_travels_at_most_one_hop_per_label(name, encoding, data):
         assert got.max_hops <= n + 1
 
 
+def _bits(value: int) -> set[int]:
+    return {i + 1 for i in range(value.bit_length()) if value >> i & 1}
+
+
+def test_mcgroup_labels_name_a_multicast_group_of_their_switch_whose_id_is_its_port_bitmap():
+    topo = fat_tree(4)
+    hosts = topo.hosts()
+    plan = plan_combined(topo, host_rules([(1, hosts[2:]), (2, hosts[5:7]), (3, [hosts[9]])], topo), SPEC, "mcgroup")
+    by_id = {s.switch_id: s for s in plan.switches.values()}
+    labels = [lab for s in plan.switches.values() for p in s.pushes for lab in p.labels]
+    assert labels and plan.tag_bits == 0
+    for sid, gid in labels:
+        groups = dict(by_id[sid].groups)
+        assert gid in groups and set(groups[gid]) == _bits(gid)
+    for s in plan.switches.values():
+        assert len(s.groups) == 2 ** len(s.ports) - 1  # the full subset table (split = 1)
+
+
+def test_mixed_takes_a_port_label_for_one_port_and_a_group_label_for_several():
+    topo = fat_tree(4)
+    hosts = topo.hosts()
+    rules = host_rules([(1, hosts[2:]), (2, hosts[5:7]), (3, [hosts[9]])], topo)
+    mixed = plan_combined(topo, rules, SPEC, "mixed")
+    group = plan_combined(topo, rules, SPEC, "mcgroup")
+    shift = mixed.tag_shift
+    assert mixed.tag_bits == 2 and shift == 8 * mixed.value_bytes - 2
+    for s in mixed.switches.values():
+        other = {p.rsid: p for p in group.switches[s.name].pushes}
+        for p in s.pushes:
+            # One label per tree switch, as mcgroup: the same switches in the same order.
+            assert [i for i, _ in p.labels] == [i for i, _ in other[p.rsid].labels]
+            for (_, v), (_, gid) in zip(p.labels, other[p.rsid].labels):
+                tag, rest = v >> shift, v & ((1 << shift) - 1)
+                if len(_bits(gid)) == 1:
+                    assert (tag, rest) == (0, min(_bits(gid)))
+                else:
+                    assert (tag, rest) == (2, gid)
+    assert mixed.stats()["label_tags"]["port"] > 0 and mixed.stats()["label_tags"]["group"] > 0
+
+
+def _own_label_frame(plan, switch_id: int, value: int) -> bytes:
+    label = (switch_id << (8 * plan.value_bytes) | value).to_bytes(plan.label_bytes, "big")
+    return b"\x02" * 12 + ETHERTYPE_STACK.to_bytes(2, "big") + b"\x08\x00" + (1).to_bytes(2, "big") + label + b"x"
+
+
+def test_mixed_dispatches_on_the_tag_including_bitmask_labels_the_encoder_never_writes():
+    topo = fat_tree(4)
+    plan = plan_combined(topo, host_rules([(1, topo.hosts()[:2])], topo), SPEC, "mixed")
+    sim = StackNetwork(topo, plan)
+    core = plan.switches["c1"]  # no host ports: every copy keeps the (now empty) stack
+    shift = plan.tag_shift
+    in_port = core.ports[0]
+    two = 1 << (core.ports[1] - 1) | 1 << (core.ports[2] - 1)
+    for tag, value, expected in [(0, core.ports[1], {core.ports[1]}), (1, two, {core.ports[1], core.ports[2]}),
+                                 (2, two, {core.ports[1], core.ports[2]})]:
+        out = sim.process("c1", in_port, _own_label_frame(plan, core.switch_id, tag << shift | value), None, Counter())
+        assert {port for port, _ in out} == expected
+        assert all(int.from_bytes(f[16:18], "big") == 0 for _, f in out)
+    for bad in (3 << shift | 1, 0 << shift | 0, 0 << shift | 17):
+        drops = Counter()
+        assert sim.process("c1", in_port, _own_label_frame(plan, core.switch_id, bad), None, drops) == []
+        assert drops == {"no-port": 1}
+
+
 def test_push_arguments_are_count_then_packed_labels():
     topo = fat_tree(4)
     hosts = topo.hosts()
@@ -174,8 +239,8 @@ def test_limits_and_refusals():
     assert LIMITS["tofino"].max_labels <= LIMITS["bmv2"].max_labels
     topo = fat_tree(4)
     rules = host_rules([(1, topo.hosts()[:2])], topo)
-    with pytest.raises(P4subError, match="mixed"):
-        plan_combined(topo, rules, SPEC, "mixed")
+    with pytest.raises(P4subError, match="unknown encoding"):
+        plan_combined(topo, rules, SPEC, "mcgroup-split2")
     with pytest.raises(P4subError, match="at least 1"):
         plan_combined(topo, rules, SPEC, "port", max_labels=0)
     tofino = plan_combined(topo, rules, SPEC, "port", target="tofino", max_labels=100)
@@ -215,7 +280,7 @@ def test_route_cli_compiles_the_shipped_example_for_bmv2(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("extra,message", [
-    (["--delivery", "header-stack:mixed"], "renders port and bitmask"),
+    (["--delivery", "header-stack:mcgroup-split2"], "unknown encoding"),
     (["--delivery", "stacks"], "expected filters or header-stack"),
     (["--delivery", "header-stack", "--target", "tofino"], "no header-stack program"),
 ])
