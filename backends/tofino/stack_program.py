@@ -48,7 +48,7 @@ from backends.tofino.layout import KeyLayout, Layout, TableLayout, TofinoOptions
 from backends.tofino.program import EGRESS_HEADERS, EGRESS_METADATA, SPEC_START, tna_spec
 from backends.tofino.target import TOFINO1, Target, facts
 from compiler import ir
-from compiler.delivery.combined import DROP_REASONS, MAX_PORT, RENDERED_ENCODINGS, RSET_META, CombinedPlan, SwitchPlan, push_args
+from compiler.delivery.combined import DROP_REASONS, MAX_PORT, RSET_META, CombinedPlan, SwitchPlan, push_args
 from compiler.delivery.wire import ETH_HEADER
 from compiler.errors import TargetError
 
@@ -59,6 +59,8 @@ BRIDGE = "p4sub_bridge"
 STORED_KEY = "p4sub_label[0].value"
 #: Tofino 1's egress parser reads at most this many bytes of a packet (p4c ``specs/parde_spec.h``).
 EGRESS_PARSE_BYTES = 160
+#: The encodings this program renders (combined.RENDERED_ENCODINGS may grow for BMv2 alone).
+RENDERED = ("port", "bitmask")
 
 
 @dataclass(frozen=True)
@@ -164,9 +166,9 @@ def _environment() -> jinja2.Environment:
 
 
 def _check(plan_: CombinedPlan, sp: SwitchPlan, target: Target) -> None:
-    if plan_.encoding not in RENDERED_ENCODINGS:
+    if plan_.encoding not in RENDERED:
         raise TargetError(f"{target.name}: no header-stack program for the {plan_.encoding} encoding "
-                          f"(the TNA stack program renders {' and '.join(RENDERED_ENCODINGS)})")
+                          f"(the TNA stack program renders {' and '.join(RENDERED)})")
     bad = [g for g, _ in sp.groups if not target.first_group_id <= g < target.multicast_groups]
     if bad:
         raise TargetError(f"{target.name}: switch {sp.name}: port bitmap {bad[0]} is not a multicast group id")

@@ -9,6 +9,8 @@
     OUT/hosts.rules          the network rules with host ids as fwd ports
     OUT/pipeline.json        the receiver-set pipeline every ingress switch runs (Pipeline IR)
     OUT/<switch>/...         with a target: that target's stack program and entries for the switch
+                             (bmv2: program.p4, entries.p4rt.json, commands.txt, bmv2.json;
+                             tofino: program.p4, entries.bfrt.json, tofino.json)
 
 Every file of every switch is rendered before the first one is written, so a plan that a target
 cannot take leaves ``OUT`` untouched.
@@ -24,7 +26,7 @@ from compiler import ir
 from compiler import rules as ast
 from compiler.compile import CompileOptions
 from compiler.delivery.combined import CombinedPlan, plan_combined, plan_json
-from compiler.errors import P4subError
+from compiler.errors import P4subError, TargetError
 from compiler.spec import Spec
 from compiler.topology import Topology
 from compiler.topology_file import write_topology
@@ -34,7 +36,13 @@ def render_target(plan: CombinedPlan, target: str) -> dict[str, dict[str, str]]:
     """{switch: {file name: text}} for ``target``."""
     if target == "bmv2":
         from backends.bmv2.stack_program import render_stack
-    else:  # Tofino: no TNA stack program yet (docs/delivery.md, "Combined compile")
+    elif target == "tofino":
+        from backends.tofino.stack_program import RENDERED, render_stack
+
+        if plan.encoding not in RENDERED:
+            raise TargetError(f"--target tofino: the TNA stack program renders header-stack:"
+                              f"{' and header-stack:'.join(RENDERED)}, not header-stack:{plan.encoding}")
+    else:
         raise P4subError(f"--target {target}: no header-stack program for this target")
     return {s: render_stack(plan, s) for s in plan.switches}
 
