@@ -8,6 +8,13 @@ processing; a host-facing switch also runs the subscription tables (the receiver
 the plan) and the push table. Its filter evaluates one message per packet: a queried header stack
 (ITCH ``add_order[N]``) is evaluated on element 0 only, as the BMv2 backend's ``--batch first``.
 
+The own label becomes a port bitmap in ingress: switch/port ORs ``1 << (port - 1)`` over its own
+labels; switch/bitmask takes the value; switch/multicast-group takes the value as the group id,
+which is the bitmap (the full subset table, ``split=1``: Listing 3.7's ``do_multicast`` without a
+lookup); mixed dispatches on the strategy tag in the value's top bits (port, bitmask or group as
+above; the unused tag gives no port). The bitmap is the multicast group; egress prunes
+predictively (port) or pops up to the own label (the others).
+
 Control-plane objects (names as in P4Info):
 
 * ``MyIngress.p4sub_self``: keyless; default action ``p4sub_set_own(id)`` set by the control plane.
@@ -30,7 +37,15 @@ from typing import Any
 import jinja2
 
 from compiler import ir
-from compiler.delivery.combined import DROP_REASONS, RSET_META, CombinedPlan, SwitchPlan, push_args
+from compiler.delivery.combined import (
+    DROP_REASONS,
+    MIXED_TAGS,
+    RENDERED_ENCODINGS,
+    RSET_META,
+    CombinedPlan,
+    SwitchPlan,
+    push_args,
+)
 from compiler.errors import TargetError
 from compiler.spec import Extract
 
@@ -128,7 +143,7 @@ def _environment() -> jinja2.Environment:
 
 def program_text(plan: CombinedPlan, sp: SwitchPlan) -> str:
     """``program.p4`` for switch ``sp``; raises a P4subError if it cannot be rendered."""
-    if plan.encoding not in ("port", "bitmask"):
+    if plan.encoding not in RENDERED_ENCODINGS:
         raise TargetError(f"bmv2: no stack program for the {plan.encoding} encoding")
     bad = [g for g, _ in sp.groups if not 1 <= g < MAX_GROUP_ID + 1]
     if bad:
@@ -143,6 +158,7 @@ def program_text(plan: CombinedPlan, sp: SwitchPlan) -> str:
     context: dict[str, Any] = dict(
         switch=sp.name, switch_id=sp.switch_id, encoding=plan.encoding, n=plan.max_labels,
         id_bits=8 * plan.id_bytes, value_bits=8 * plan.value_bytes, label_bits=8 * plan.label_bytes,
+        tag_bits=plan.tag_bits, tag_shift=plan.tag_shift, tags=MIXED_TAGS, mask_bits=plan.mask_width,
         reasons=reasons, n_reasons=len(DROP_REASONS), H=HEADERS_STRUCT, M=METADATA_STRUCT, edge=sp.ingress, stored_size=stored_size(sp),
         header_types=[], spec_members=[], parser_states=[], emits=[], copies=[],
     )
@@ -242,7 +258,7 @@ def render_stack(plan: CombinedPlan, switch: str) -> dict[str, str]:
         "target": V1MODEL.name, "architecture": V1MODEL.architecture, "mode": "header-stack",
         "encoding": plan.encoding, "switch": sp.name, "switch_id": sp.switch_id, "edge": sp.ingress,
         "controls": {"ingress": INGRESS, "egress": EGRESS},
-        "max_labels": plan.max_labels, "label_bytes": plan.label_bytes,
+        "max_labels": plan.max_labels, "label_bytes": plan.label_bytes, "tag_bits": plan.tag_bits,
         "drop_reasons": list(DROP_REASONS), "recirculations_per_packet": 0,
         "multicast_groups": len(sp.groups),
     }

@@ -18,6 +18,9 @@ from tests.backends.bmv2.switch import tool
 
 ROOT = Path(__file__).resolve().parents[3]
 P4C = tool("p4c-bm2-ss")
+ENCODINGS = ["port", "bitmask", "mcgroup", "mixed"]
+#: Small enough that some trees fall back, big enough for 8-bit stored-tree ids.
+FALLBACK_LABELS = {"port": 12, "bitmask": 8, "mcgroup": 8, "mixed": 8}
 
 
 def example_plan(encoding: str, max_labels: int | None = None):
@@ -27,10 +30,9 @@ def example_plan(encoding: str, max_labels: int | None = None):
                                max_labels=max_labels)
 
 
-@pytest.mark.parametrize("encoding", ["port", "bitmask"])
+@pytest.mark.parametrize("encoding", ENCODINGS)
 def test_entries_carry_the_plan_state(encoding):
-    # Small enough that some trees fall back, big enough for 8-bit stored-tree ids.
-    topo, plan = example_plan(encoding, max_labels={"port": 12, "bitmask": 8}[encoding])
+    topo, plan = example_plan(encoding, max_labels=FALLBACK_LABELS[encoding])
     assert plan.fallbacks > 0
     for switch in ("e1_1", "c1"):
         sp = plan.switches[switch]
@@ -52,10 +54,17 @@ def test_entries_carry_the_plan_state(encoding):
         for t in pushes:
             params = t["action"]["action"]["params"]
             assert len(params) == 1 + plan.max_labels and int(params[0]["value"], 16) <= plan.max_labels
+        # The push arguments are the plan's labels, byte for byte (tags included for mixed).
+        by_rsid = {p.rsid: p for p in sp.pushes}
+        for t in pushes:
+            push = by_rsid[int(t["match"][0]["exact"]["value"], 16)]
+            packed = [int(p["value"], 16) for p in t["action"]["action"]["params"][1:1 + len(push.labels)]]
+            assert packed == [i << (8 * plan.value_bytes) | v for i, v in push.labels]
 
 
-def test_program_has_no_recirculation_and_a_fixed_stack():
-    _, plan = example_plan("port")
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_program_has_no_recirculation_and_a_fixed_stack(encoding):
+    _, plan = example_plan(encoding)
     text = render_stack(plan, "a1_1")[PROGRAM]
     assert "recirculate" not in text and "resubmit" not in text and "clone" not in text
     assert f"p4sub_label_t[{plan.max_labels}] p4sub_label;" in text
@@ -66,7 +75,8 @@ def test_program_has_no_recirculation_and_a_fixed_stack():
 
 @pytest.mark.p4c
 @pytest.mark.skipif(P4C is None, reason="p4c-bm2-ss is not installed (see docs/bmv2.md)")
-@pytest.mark.parametrize("encoding,switch", [("port", "e1_1"), ("port", "c1"), ("bitmask", "e2_2"), ("bitmask", "a1_1")])
+@pytest.mark.parametrize("encoding,switch", [("port", "e1_1"), ("port", "c1"), ("bitmask", "e2_2"), ("bitmask", "a1_1"),
+                                             ("mcgroup", "e3_1"), ("mcgroup", "c2"), ("mixed", "e4_2"), ("mixed", "a2_1")])
 def test_p4c_accepts_the_stack_program_and_names_match_the_entries(encoding, switch, tmp_path):
     _, plan = example_plan(encoding, max_labels=12)
     files = render_stack(plan, switch)
