@@ -1,0 +1,293 @@
+"""The TNA header-stack program of a combined compile: entries against the program text and the plan,
+the const tables against the pruning rules they implement, p4test on the program, and the CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from backends.tofino.stack_program import ENTRIES, INFO, PROGRAM, render_stack
+from compiler.cli import main
+from compiler.delivery.combined import LIMITS, plan_combined, push_args
+from compiler.delivery.combined_output import render_target
+from compiler.errors import TargetError
+from compiler.network_rules import read_network_rules
+from compiler.spec_reader import read_spec
+from compiler.topology import parse_topology_arg
+from tests.backends.tofino.test_program import _tna_include
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = [str(ROOT / "examples/fat-tree-4.topo"), str(ROOT / "examples/fat-tree-4.rules"),
+           "--spec", str(ROOT / "apps/itch/itch.p4")]
+# Small enough that some trees fall back to stored trees (so p4sub_stored gets entries).
+FALLBACK_LABELS = {"port": 12, "bitmask": 8}
+
+
+@pytest.fixture(scope="module")
+def topo():
+    return parse_topology_arg(str(ROOT / "examples/fat-tree-4.topo"))
+
+
+@pytest.fixture(scope="module", params=["port", "bitmask"])
+def plan(request, topo):
+    rules = read_network_rules(ROOT / "examples/fat-tree-4.rules", topo)
+    return plan_combined(topo, rules, read_spec(ROOT / "apps/itch/itch.p4"), request.param, target="tofino",
+                         max_labels=FALLBACK_LABELS[request.param])
+
+
+# -- reading the program text (regular expressions; no code shared with the renderer) ----------------
+
+def control(text: str, name: str) -> str:
+    start = text.index(f"control {name}(")
+    nxt = text.find("\ncontrol ", start + 1)
+    return text[start:nxt if nxt > 0 else len(text)]
+
+
+def declared_tables(body: str) -> dict[str, dict]:
+    """``@name("n") table t { key = {...} actions = {...} }``: keys as (name, width-expression), actions."""
+    out = {}
+    for m in re.finditer(r"@name\(\"([^\"]+)\"\) table (\w+) \{(.*?)\n    \}\n", body, re.S):
+        inner = m.group(3)
+        keys = re.findall(r"^\s*(\S+) : (\w+) @name\(\"([^\"]+)\"\);", inner, re.M)
+        actions = [a.strip() for a in re.search(r"actions = \{(.*?)\}", inner, re.S).group(1).split(";") if a.strip()]
+        out[m.group(1)] = {"keys": keys, "actions": actions}
+    return out
+
+
+def declared_actions(body: str) -> dict[str, dict[str, int]]:
+    """``@name("n") action a(bit<W> p, ...)`` -> {n: {p: W}}."""
+    out = {}
+    for m in re.finditer(r"@name\(\"([^\"]+)\"\) action \w+\(([^)]*)\)", body):
+        out[m.group(1)] = {p: int(w) for w, p in re.findall(r"bit<(\d+)> (\w+)", m.group(2))}
+    return out
+
+
+def widths_of(text: str, struct: str) -> dict[str, int]:
+    body = re.search(rf"(?:struct|header) {struct} \{{(.*?)\n\}}", text, re.S).group(1)
+    return {n: int(w) for w, n in re.findall(r"bit<(\d+)> (\w+);", body)}
+
+
+def key_width(text: str, expr: str) -> int:
+    """Width of a key expression of the generated program: ``hdr.h[0].f``, ``hdr.h.f``, ``meta.x``, ``eg_intr_md.egress_port``."""
+    if expr == "eg_intr_md.egress_port":
+        return 9
+    if expr.startswith("meta."):
+        return widths_of(text, "p4sub_metadata_t")[expr[5:]]
+    header, fld = re.fullmatch(r"hdr\.(\w+)(?:\[\d+\])?\.(\w+)", expr).groups()
+    htype = re.search(rf"^\s+(\w+)(?:\[\d+\])? {header};", text, re.M).group(1)
+    return widths_of(text, htype)[fld]
+
+
+def fits(value, width: int) -> bool:
+    return isinstance(value, int) and 0 <= value < (1 << width)
+
+
+# -- entries against the program ------------------------------------------------------------------
+
+@pytest.mark.parametrize("switch", ["e1_1", "a1_1", "c1"])
+def test_every_table_action_param_and_key_of_the_entries_exists_in_the_program_with_its_width(plan, switch):
+    files = render_stack(plan, switch)
+    text, doc = files[PROGRAM], json.loads(files[ENTRIES])
+    controls = {c: control(text, c) for c in ("SwitchIngress", "SwitchEgress")}
+    tables = {c: declared_tables(b) for c, b in controls.items()}
+    actions = {c: declared_actions(b) for c, b in controls.items()}
+    assert doc["entries"] and doc["target"] == "tofino"
+    for e in doc["entries"]:
+        pipe, ctl, name = e["table_name"].split(".")
+        assert pipe == "pipe" and name in tables[ctl], e["table_name"]
+        decl = tables[ctl][name]
+        act_ctl, act = e["action"].split(".")
+        assert act_ctl == ctl and act in decl["actions"], e["action"]
+        params = actions[ctl][act]
+        assert set(e["data"]) == set(params)
+        assert all(fits(v, params[p]) for p, v in e["data"].items()), e
+        keys = {n: expr for expr, _, n in decl["keys"]}
+        fields = {k for k in e["key"] if k != "$MATCH_PRIORITY"}
+        assert fields == set(keys) and (not e.get("default_entry") or not keys)
+        for f in fields:
+            w = key_width(text, keys[f])
+            assert all(fits(v, w) for k, v in e["key"][f].items() if k in ("value", "mask", "low", "high")), (f, e)
+    summary = {t["table_name"] for t in doc["tables"]}
+    assert {e["table_name"] for e in doc["entries"]} <= summary
+
+
+def test_entries_carry_exactly_the_plan_state(plan, topo):
+    assert plan.fallbacks > 0
+    for sp in plan.switches.values():
+        doc = json.loads(render_stack(plan, sp.name)[ENTRIES])
+        rows: dict[str, list] = {}
+        for e in doc["entries"]:
+            rows.setdefault(e["table_name"].split(".")[-1], []).append(e)
+        own = rows.pop("p4sub_self")
+        assert own == [{"table_name": "pipe.SwitchIngress.p4sub_self", "default_entry": True,
+                        "action": "SwitchIngress.p4sub_set_own", "key": {}, "data": {"id": sp.switch_id}}]
+        host = sorted(e["key"]["eg_intr_md.egress_port"]["value"] for e in rows.pop("p4sub_host_port", []))
+        assert host == sorted(sp.host_ports)
+        stored = sorted((e["key"]["p4sub_label[0].value"]["value"], e["data"]["mask"]) for e in rows.pop("p4sub_stored", []))
+        assert stored == sorted(sp.stored)
+        pushes = rows.pop("p4sub_push", [])
+        expected = {p.rsid: push_args(plan, p) for p in sp.pushes}
+        got = {e["key"]["meta.p4sub_rset"]["value"]:
+               tuple([e["data"]["count"]] + [e["data"][f"l{i}"] for i in range(plan.max_labels)]) for e in pushes}
+        assert got == expected and len(pushes) == len(sp.pushes)
+        assert len(pushes) == (len(plan.receiver_sets) if sp.ingress else 0)
+        # What is left is the subscription pipeline, on ingress switches only, once per IR entry or more
+        # (a range split into prefixes).
+        if sp.ingress:
+            assert sum(map(len, rows.values())) >= len(plan.pipeline.entries)
+            assert set(rows) == {e.table for e in plan.pipeline.entries}
+        else:
+            assert rows == {}
+
+
+def test_groups_are_the_port_bitmaps_of_the_plan(plan, topo):
+    for sp in plan.switches.values():
+        pre = json.loads(render_stack(plan, sp.name)[ENTRIES])["pre"]
+        nodes = {r["key"]["$MULTICAST_NODE_ID"]["value"]: r["data"] for r in pre if r["table_name"] == "$pre.node"}
+        mgids = {r["key"]["$MGID"]["value"]: r["data"] for r in pre if r["table_name"] == "$pre.mgid"}
+        for node, data in nodes.items():
+            assert node == data["$MULTICAST_RID"] == sum(1 << (p - 1) for p in data["$DEV_PORT"])
+        assert set(mgids) == set(nodes) == {g for g, _ in sp.groups}
+        assert all(d["$MULTICAST_NODE_ID"] == [g] for g, d in mgids.items())
+        ports = topo.ports(sp.name)
+        assert len(mgids) == 2 ** len(ports) - 1  # at most 8 ports: every non-empty subset
+        assert [r["table_name"] for r in pre] == ["$pre.node"] * len(nodes) + ["$pre.mgid"] * len(mgids)
+
+
+def test_program_facts_match_the_plan(plan):
+    for switch in ("e1_1", "c1"):
+        files = render_stack(plan, switch)
+        info, text = json.loads(files[INFO]), files[PROGRAM]
+        sp = plan.switches[switch]
+        assert info["edge"] == sp.ingress and info["switch_id"] == sp.switch_id
+        assert info["max_labels"] == plan.max_labels <= LIMITS["tofino"].max_labels
+        assert info["egress_parse_bytes"] <= 160
+        assert f"p4sub_label_t[{plan.max_labels}] p4sub_label;" in text
+        assert ("p4sub_push_stack" in text) == sp.ingress
+        assert "recirculate" not in text and "resubmit" not in text
+        assert "#include <core.p4>" in text and "#include <tna.p4>" in text
+        assert re.search(r"state start \{\s*pkt\.extract\(ig_intr_md\);\s*pkt\.advance\(PORT_METADATA_SIZE\);", text)
+        assert "ig_intr_md_for_tm.mcast_grp_a = meta.p4sub_mask;" in text
+        assert "ig_intr_md_for_dprsr.drop_ctl = 3w1;" in text
+        # The egress parser takes the bridged header first; the egress deparser does not emit it.
+        assert re.search(r"pkt\.extract\(eg_intr_md\);.*?pkt\.extract\(hdr\.p4sub_bridge\);", text, re.S)
+        egress_deparser = text[text.index("control SwitchEgressDeparser("):text.index("Pipeline(")]
+        assert "p4sub_bridge" not in egress_deparser
+        assert text.count("{") == text.count("}")
+
+
+# -- the const tables against the rules they implement ----------------------------------------------
+
+def const_rows(text: str, table: str) -> list[tuple[list[str], str]]:
+    body = re.search(rf"table {table} \{{.*?const entries = \{{(.*?)\n        \}}", text, re.S).group(1)
+    rows = []
+    for line in body.strip().splitlines():
+        keys, action = re.fullmatch(r"\s*\((.*)\) : (.*);", line).groups()
+        rows.append(([k.strip() for k in keys.split(",")], action))
+    return rows
+
+
+def first_match(rows, bits: list[int]) -> str | None:
+    for keys, action in rows:
+        if all(k == "_" or int(k.split("w")[1]) == b for k, b in zip(keys, bits)):
+            return action
+    return None
+
+
+def literal_value(lit: str) -> int:
+    return int(lit.split("w", 1)[1], 0)
+
+
+@pytest.fixture(scope="module")
+def port_text(topo):
+    rules = read_network_rules(ROOT / "examples/fat-tree-4.rules", topo)
+    p = plan_combined(topo, rules, read_spec(ROOT / "apps/itch/itch.p4"), "port", target="tofino")
+    return p, render_stack(p, "c1")[PROGRAM]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_prune_table_keeps_exactly_the_labels_between_the_port_label_and_the_next_own_label(port_text, data):
+    """Oracle: predictive pruning as docs/delivery.md states it (k = first own label naming the port,
+    keep the labels after it up to the next own label, or to the stack's end)."""
+    p, text = port_text
+    n = p.max_labels
+    count = data.draw(st.integers(1, n))
+    own = [data.draw(st.booleans()) if i < count else False for i in range(n)]
+    at = [o and data.draw(st.booleans()) for o in own]
+    action = first_match(const_rows(text, "p4sub_prune"), [int(b) for b in own + at])
+    if not any(at):
+        assert action is None  # the default action drops the copy
+        return
+    k = at.index(True)
+    nxt = next((j for j in range(k + 1, n) if own[j]), count)
+    kind, args = re.fullmatch(r"(\w+)\((.*)\)", action).groups()
+    keep_lit, num = [a.strip() for a in args.split(",")]
+    kept = {j for j in range(n) if literal_value(keep_lit) >> j & 1 and j < count}
+    new_count = literal_value(num) if kind == "p4sub_keep_span" else count - literal_value(num)
+    assert kept == set(range(k + 1, nxt)) and new_count == nxt - k - 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(own=st.lists(st.booleans(), min_size=16, max_size=16))
+def test_first_own_table_finds_the_lowest_own_label(port_text, own):
+    _, text = port_text
+    action = first_match(const_rows(text, "p4sub_first_own"), [int(b) for b in own])
+    assert action == (f"p4sub_own_at_{own.index(True)}()" if any(own) else None)
+
+
+def test_port_bit_tables_map_port_p_to_bit_p_minus_1(port_text):
+    p, text = port_text
+    for i in (0, p.max_labels - 1):
+        rows = re.findall(r"(\d+)w(\d+) : p4sub_port_bit_%d\(16w(\d+)\);" % i, text)
+        assert {int(v): int(b) for _, v, b in rows} == {q: 1 << (q - 1) for q in range(1, 16)}
+
+
+# -- what cannot be rendered ------------------------------------------------------------------------
+
+def test_unrendered_encodings_and_too_deep_egress_parses_are_target_errors(plan):
+    with pytest.raises(TargetError, match="header-stack:port and header-stack:bitmask"):
+        render_target(dataclasses.replace(plan, encoding="mixed"), "tofino")
+    wide = dataclasses.replace(plan, id_bytes=5, value_bytes=5, max_labels=14, max_bytes=4 + 14 * 10)
+    with pytest.raises(TargetError, match="egress would parse"):
+        render_stack(wide, "c1")
+
+
+# -- p4test on the program --------------------------------------------------------------------------
+
+@pytest.mark.p4c
+@pytest.mark.parametrize("encoding", ["port", "bitmask"])
+@pytest.mark.parametrize("switch", ["e1_1", "a1_1"])
+def test_p4test_accepts_the_edge_and_transit_programs(topo, encoding, switch, tmp_path):
+    include = _tna_include()
+    if shutil.which("p4test") is None or include is None:
+        pytest.skip("needs p4test on PATH and tna.p4 (set P4SUB_TNA_INCLUDE to p4c's "
+                    "backends/tofino/bf-p4c/p4include or to $SDE_INSTALL/share/p4c/p4include)")
+    rules = read_network_rules(ROOT / "examples/fat-tree-4.rules", topo)
+    p = plan_combined(topo, rules, read_spec(ROOT / "apps/itch/itch.p4"), encoding, target="tofino",
+                      max_labels=FALLBACK_LABELS[encoding])
+    (tmp_path / PROGRAM).write_text(render_stack(p, switch)[PROGRAM])
+    done = subprocess.run(["p4test", "-D__TARGET_TOFINO__=1", "-I", include, str(tmp_path / PROGRAM)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "error" not in done.stderr, done.stderr
+
+
+# -- the CLI ---------------------------------------------------------------------------------------
+
+def test_route_cli_writes_a_tna_program_and_bfrt_entries_per_switch(tmp_path, topo):
+    out = tmp_path / "out"
+    assert main(["route", *EXAMPLE, "--delivery", "header-stack:port", "--target", "tofino", "-o", str(out)]) == 0
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["target"] == "tofino" and stats["max_labels"] == LIMITS["tofino"].max_labels
+    for switch in topo.switches():
+        assert {PROGRAM, ENTRIES, INFO} == {f.name for f in (out / switch).iterdir()}
+    assert "p4sub_push_stack" in (out / "e1_1" / PROGRAM).read_text()
+    assert "p4sub_push_stack" not in (out / "c1" / PROGRAM).read_text()
