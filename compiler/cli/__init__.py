@@ -20,6 +20,7 @@ SUBCOMMANDS = (
     "compiler.cli.compile",
     "compiler.cli.simulate",
     "compiler.cli.explain",
+    "compiler.cli.verify",
     "compiler.cli.build",
     "compiler.cli.install",
     "compiler.cli.gen",

@@ -1,0 +1,399 @@
+"""Formal equivalence of a compiled pipeline and its rules, with binary decision diagrams (``dd``).
+
+Property tests and replay compare the pipeline with the rules on sampled packets; this module
+compares them on *every* packet. Both sides become, per output (a port, or a user-action call with
+its arguments), the Boolean function "this packet gets that output", as a BDD over the packet's
+fields, and the two BDDs of each output must be the same node.
+
+* **Encoding.** Each field's domain ``[0, 2^w)`` is cut at every bound that the rules or the
+  table entries mention; a packet's field value is represented by the index of its *elementary
+  interval*, in ``ceil(log2 K)`` Boolean variables (most significant first, fields in pipeline
+  order). A comparison or a table match is a union of elementary intervals, so it is an exact
+  index range. One variable per predicate instead would blow up exponentially on mutually
+  exclusive predicates (``stock == A``, ``stock == B``: ecosystem notes, §0.5).
+* **Rules side.** Each comparison is turned into intervals here, from the operator and the
+  constant as :mod:`compiler.oracle` reads them, sharing nothing with the compiler's
+  :mod:`compiler.predicates`; ``and``/``or``/``not`` are BDD operations.
+* **Pipeline side.** The tables run symbolically: the metadata valuation (state ids, codes) stays
+  concrete, and each valuation carries the BDD of the packets that reach it. An entry takes what
+  matches it and no higher-priority entry of the same table and valuation (P4Runtime order:
+  highest priority for ternary and range, longest prefix for LPM); what no entry takes goes to the
+  table's miss table or default action. Leaves give ports (a multicast group's ports), drops and
+  calls.
+
+A difference comes back as a counterexample: field values of a packet on which the two sides
+disagree, which ``p4sub explain`` can walk through the tables.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from compiler import ir
+from compiler import rules as ast
+from compiler.dnf import rule_actions
+from compiler.errors import P4subError
+from compiler.spec import QueryField
+from compiler.typecheck import TypedRules
+from compiler.values import encode_string, scale_decimal
+
+try:
+    from dd import cudd as _bdd_module
+except ImportError:  # the pure-Python implementation: slower, same API
+    from dd import autoref as _bdd_module
+
+Output = tuple  # ("port", p) or ("call", name, args)
+Interval = tuple[int, int]  # closed
+
+
+# ------------------------------------------------------------------------------------------------
+# Comparisons and matches as intervals
+# ------------------------------------------------------------------------------------------------
+
+
+def comparison_intervals(cmp: ast.Comparison, info: QueryField) -> list[Interval]:
+    """The field values for which ``cmp`` holds, as disjoint closed intervals."""
+    top = (1 << info.width) - 1
+    const = cmp.value
+    if isinstance(const, ast.String):
+        if cmp.op == "prefix":
+            raw = const.value.encode("ascii")
+            rest = info.width - 8 * len(raw)
+            if rest < 0:
+                return []
+            lo = int.from_bytes(raw, "big") << rest
+            return [(lo, lo + (1 << rest) - 1)]
+        c = encode_string(const.value, info.width)
+        return [(c, c)] if cmp.op == "==" else _complement([(c, c)], top)
+    if isinstance(const, ast.IPAddress) and const.prefix_len < const.width:
+        rest = const.width - const.prefix_len
+        lo = const.value >> rest << rest
+        inside = [(lo, lo + (1 << rest) - 1)]
+        return inside if cmp.op == "==" else _complement(inside, top)
+    if isinstance(const, ast.Number):
+        c = scale_decimal(const.value, info.scale) if info.scale else int(const.value)
+    else:
+        c = const.value
+    return _clip({
+        "==": [(c, c)], "!=": [(0, c - 1), (c + 1, top)], "<": [(0, c - 1)], "<=": [(0, c)],
+        ">": [(c + 1, top)], ">=": [(c, top)],
+    }[cmp.op], top)
+
+
+def match_intervals(match: ir.Match, width: int, table: str) -> list[Interval]:
+    """The values a table entry's key matches, as intervals (a ternary mask must be a prefix)."""
+    top = (1 << width) - 1
+    if isinstance(match, ir.Exact):
+        return [(match.value, match.value)]
+    if isinstance(match, ir.Range):
+        return [(match.lo, match.hi)]
+    if isinstance(match, ir.Lpm):
+        rest = width - match.prefix_len
+        lo = match.value >> rest << rest
+        return [(lo, lo + (1 << rest) - 1)]
+    ones = bin(match.mask).count("1")
+    if match.mask != (top >> (width - ones) << (width - ones)) & top:
+        raise P4subError(f"verify: table {table} has a ternary mask {match.mask:#x} that is not a prefix")
+    rest = width - ones
+    lo = match.value & match.mask
+    return [(lo, lo + (1 << rest) - 1)]
+
+
+def _clip(intervals: list[Interval], top: int) -> list[Interval]:
+    return [(max(lo, 0), min(hi, top)) for lo, hi in intervals if max(lo, 0) <= min(hi, top)]
+
+
+def _complement(intervals: list[Interval], top: int) -> list[Interval]:
+    out, at = [], 0
+    for lo, hi in sorted(intervals):
+        if lo > at:
+            out.append((at, lo - 1))
+        at = max(at, hi + 1)
+    if at <= top:
+        out.append((at, top))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Field domains as BDD variables
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Domain:
+    """One field: the cuts of its elementary intervals and its index variables (MSB first)."""
+
+    name: str
+    width: int
+    cuts: list[int]  # starts of the elementary intervals; cuts[0] == 0
+    variables: list[str] = field(default_factory=list)
+
+
+class Encoder:
+    """BDDs over the elementary-interval indices of the fields."""
+
+    def __init__(self, bounds: dict[str, tuple[int, set[int]]]) -> None:
+        """``bounds``: field -> (width, cut points: every interval's ``lo`` and ``hi + 1``)."""
+        self.bdd = _bdd_module.BDD()
+        self.domains: dict[str, _Domain] = {}
+        for name, (width, points) in bounds.items():
+            cuts = sorted({0} | {p for p in points if 0 < p <= (1 << width) - 1})
+            bits = max(1, (len(cuts) - 1).bit_length())
+            variables = [f"{name}#{i}" for i in range(bits)]
+            self.bdd.declare(*variables)
+            self.domains[name] = _Domain(name, width, cuts, variables)
+        self.valid = self.bdd.true
+        for d in self.domains.values():
+            self.valid &= self._index_range(d, 0, len(d.cuts) - 1)
+
+    def intervals(self, name: str, intervals: Iterable[Interval]) -> Any:
+        """The BDD of ``field in union(intervals)``; every bound must be a cut of the field."""
+        d = self.domains[name]
+        u = self.bdd.false
+        for lo, hi in intervals:
+            first = bisect.bisect_left(d.cuts, lo)
+            last = bisect.bisect_right(d.cuts, hi) - 1
+            if first >= len(d.cuts) or d.cuts[first] != lo or (hi + 1 < (1 << d.width) and hi + 1 not in d.cuts):
+                raise AssertionError(f"{name}: [{lo}, {hi}] is not on the field's cuts")
+            u |= self._index_range(d, first, last)
+        return u
+
+    def example(self, u: Any) -> dict[str, int]:
+        """Field values of one packet in ``u`` (each field at the low end of its elementary interval)."""
+        model = self.bdd.pick(u & self.valid)
+        if model is None:
+            raise ValueError("empty set")
+        values = {}
+        for d in self.domains.values():
+            index = 0
+            for var in d.variables:
+                index = index << 1 | int(bool(model.get(var, False)))
+            values[d.name] = d.cuts[index]
+        return values
+
+    def _index_range(self, d: _Domain, lo: int, hi: int) -> Any:
+        return self._compare(d, lo, ge=True) & self._compare(d, hi, ge=False)
+
+    def _compare(self, d: _Domain, c: int, ge: bool) -> Any:
+        """``index >= c`` (or ``<= c``), built from the least significant bit up."""
+        r = self.bdd.true
+        for i, var in enumerate(reversed(d.variables)):
+            x = self.bdd.var(var)
+            bit = c >> i & 1
+            if ge:
+                r = (x | r) if bit == 0 else (x & r)
+            else:
+                r = (~x | r) if bit == 1 else (~x & r)
+        if c >> len(d.variables):
+            return self.bdd.false if ge else self.bdd.true
+        return r
+
+
+# ------------------------------------------------------------------------------------------------
+# The two sides
+# ------------------------------------------------------------------------------------------------
+
+
+def _rule_comparisons(f: ast.Filter) -> Iterable[ast.Comparison]:
+    if isinstance(f, ast.Comparison):
+        yield f
+    elif isinstance(f, ast.Not):
+        yield from _rule_comparisons(f.item)
+    elif isinstance(f, (ast.And, ast.Or)):
+        for item in f.items:
+            yield from _rule_comparisons(item)
+
+
+def _filter_bdd(enc: Encoder, f: ast.Filter, fields: dict[str, QueryField], memo: dict) -> Any:
+    if isinstance(f, ast.Comparison):
+        key = (f.attribute.name, f.op, repr(f.value))
+        if key not in memo:
+            memo[key] = enc.intervals(f.attribute.name, comparison_intervals(f, fields[f.attribute.name]))
+        return memo[key]
+    if isinstance(f, ast.Const):
+        return enc.bdd.true if f.value else enc.bdd.false
+    if isinstance(f, ast.Not):
+        return ~_filter_bdd(enc, f.item, fields, memo)
+    parts = [_filter_bdd(enc, i, fields, memo) for i in f.items]
+    u = enc.bdd.true if isinstance(f, ast.And) else enc.bdd.false
+    for p in parts:
+        u = (u & p) if isinstance(f, ast.And) else (u | p)
+    return u
+
+
+def rules_outputs(enc: Encoder, typed: TypedRules) -> dict[Output, Any]:
+    """Per output, the packets some rule gives it to."""
+    out: dict[Output, Any] = {}
+    memo: dict = {}
+    for rule in typed.rules:
+        actions = rule_actions(rule)
+        outputs = [("port", p) for p in actions.ports] + [("call", n, a) for n, a in actions.calls]
+        if not outputs:
+            continue
+        u = _filter_bdd(enc, rule.filter, typed.fields, memo)
+        for o in outputs:
+            out[o] = out.get(o, enc.bdd.false) | u
+    return out
+
+
+class _Run:
+    """The pipeline run symbolically: metadata valuations with the packets that reach them."""
+
+    def __init__(self, enc: Encoder, pipeline: ir.Pipeline) -> None:
+        self.enc = enc
+        self.p = pipeline
+        self.tables = {t.name: t for t in pipeline.tables}
+        self.actions = {a.name: a for a in pipeline.actions}
+        self.groups = {g.id: g.ports for g in pipeline.multicast_groups}
+        self.meta = tuple(m.name for m in pipeline.metadata)
+        # table -> values of its exact metadata keys -> the entries with those values (a metadata key
+        # matched otherwise, such as a compressed code in a range, is tested per valuation)
+        self.by_meta: dict[str, dict[tuple[int, ...], list[ir.Entry]]] = {t.name: {} for t in pipeline.tables}
+        for e in pipeline.entries:
+            keys = self.tables[e.table].keys
+            meta_key = tuple(m.value for k, m in zip(keys, e.matches) if self._exact_meta(k))
+            self.by_meta[e.table].setdefault(meta_key, []).append(e)
+        self.match_memo: dict = {}
+
+    @staticmethod
+    def _exact_meta(k: ir.Key) -> bool:
+        return k.field.startswith("meta.") and k.match_kind == "exact"
+
+    def outputs(self) -> dict[Output, Any]:
+        # A valuation: metadata values plus what the packet got so far (port, group, dropped, calls).
+        start = (tuple(0 for _ in self.meta), -1, 0, False, frozenset())
+        states = {start: self.enc.bdd.true}
+        for name in self.p.control:
+            nxt: dict = {}
+            for valuation, u in states.items():
+                self._apply(name, valuation, u, nxt)
+            states = nxt
+        out: dict[Output, Any] = {}
+        for (_, port, group, dropped, calls), u in states.items():
+            ports = self.groups.get(group, ()) if group else ((port,) if port >= 0 and not dropped else ())
+            for o in [("port", p) for p in ports] + [("call", n, a) for n, a in calls]:
+                out[o] = out.get(o, self.enc.bdd.false) | u
+        return out
+
+    def _apply(self, name: str, valuation: tuple, reach: Any, nxt: dict) -> None:
+        table = self.tables[name]
+        meta_values = dict(zip(self.meta, valuation[0]))
+        candidates = self.by_meta[name].get(tuple(meta_values[k.field] for k in table.keys if self._exact_meta(k)), [])
+        other_meta = [(i, k) for i, k in enumerate(table.keys) if k.field.startswith("meta.") and not self._exact_meta(k)]
+        if other_meta:
+            candidates = [e for e in candidates
+                          if all(any(lo <= meta_values[k.field] <= hi for lo, hi in match_intervals(e.matches[i], k.width, name))
+                                 for i, k in other_meta)]
+        lpm = any(k.match_kind == "lpm" for k in table.keys)
+        order = sorted(candidates, key=lambda e: -max((m.prefix_len for m in e.matches if isinstance(m, ir.Lpm)),
+                                                        default=0)) if lpm else sorted(candidates, key=lambda e: -e.priority)
+        remaining = reach
+        for e in order:
+            if remaining == self.enc.bdd.false:
+                return
+            m = self._match(table, e)
+            hit = remaining & m
+            if hit != self.enc.bdd.false:
+                self._execute(e.action, e.args, valuation, hit, nxt)
+            remaining &= ~m
+        if remaining == self.enc.bdd.false:
+            return
+        if table.on_miss:
+            self._apply(table.on_miss, valuation, remaining, nxt)
+        else:
+            self._execute(table.default_action, table.default_args, valuation, remaining, nxt)
+
+    def _match(self, table: ir.Table, e: ir.Entry) -> Any:
+        key = (table.name, e.matches)
+        if key not in self.match_memo:
+            u = self.enc.bdd.true
+            for k, m in zip(table.keys, e.matches):
+                if not k.field.startswith("meta."):
+                    u &= self.enc.intervals(k.field, match_intervals(m, k.width, table.name))
+            self.match_memo[key] = u
+        return self.match_memo[key]
+
+    def _execute(self, action: str, args: tuple[int, ...], valuation: tuple, u: Any, nxt: dict) -> None:
+        meta, port, group, dropped, calls = valuation
+        meta = list(meta)
+        a = self.actions.get(action)
+        params = {p.name: i for i, p in enumerate(a.params)} if a else {}
+        for prim in a.body if a else ():
+            if prim.op == "set_meta":
+                meta[self.meta.index(prim.args[0])] = args[params[prim.args[1]]]
+            elif prim.op == "set_egress_port":
+                port, dropped = args[params[prim.args[0]]], False
+            elif prim.op == "set_mcast_group":
+                group = args[params[prim.args[0]]]
+            elif prim.op == "drop":
+                dropped = True
+            elif prim.op == "user":
+                calls = calls | {(prim.args[0], tuple(args))}
+        key = (tuple(meta), port, group, dropped, calls)
+        nxt[key] = nxt.get(key, self.enc.bdd.false) | u
+
+
+# ------------------------------------------------------------------------------------------------
+# The check
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One output on which the sides differ: packets it misses (false negatives) or adds (false positives)."""
+
+    output: Output
+    missing: dict[str, int] | None  # a packet the rules give the output to and the pipeline does not
+    extra: dict[str, int] | None  # a packet the pipeline gives the output to and the rules do not
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outputs: int
+    differences: tuple[Difference, ...]
+    variables: int
+    nodes: int
+
+    @property
+    def equivalent(self) -> bool:
+        return not self.differences
+
+    @property
+    def sound(self) -> bool:
+        """No false negative: the pipeline gives every output at least where the rules do."""
+        return all(d.missing is None for d in self.differences)
+
+
+def verify(pipeline: ir.Pipeline, typed: TypedRules) -> Verdict:
+    """Compare ``pipeline`` with ``typed`` on every packet, output by output."""
+    # Fields the rules test but no table reads (their rules forward nowhere, or the test is moot)
+    # are variables too: the pipeline's outputs simply do not depend on them.
+    inputs = {name: info.width for name, info in typed.fields.items()}
+    inputs.update({k.field: k.width for t in pipeline.tables for k in t.keys if not k.field.startswith("meta.")})
+    bounds: dict[str, tuple[int, set[int]]] = {f: (w, set()) for f, w in inputs.items()}
+    for rule in typed.rules:
+        for c in _rule_comparisons(rule.filter):
+            for lo, hi in comparison_intervals(c, typed.fields[c.attribute.name]):
+                bounds[c.attribute.name][1].update((lo, hi + 1))
+    for t in pipeline.tables:
+        for e in pipeline.entries_of(t.name):
+            for k, m in zip(t.keys, e.matches):
+                if not k.field.startswith("meta."):
+                    for lo, hi in match_intervals(m, k.width, t.name):
+                        bounds[k.field][1].update((lo, hi + 1))
+    order = [f for f in pipeline.field_order if f in bounds] + sorted(f for f in bounds if f not in pipeline.field_order)
+    enc = Encoder({f: bounds[f] for f in order})
+    want = rules_outputs(enc, typed)
+    got = _Run(enc, pipeline).outputs()
+    differences = []
+    for o in sorted(set(want) | set(got), key=repr):
+        w, g = want.get(o, enc.bdd.false) & enc.valid, got.get(o, enc.bdd.false) & enc.valid
+        if w != g:
+            missing, extra = w & ~g, g & ~w
+            differences.append(Difference(
+                o, enc.example(missing) if missing != enc.bdd.false else None,
+                enc.example(extra) if extra != enc.bdd.false else None))
+    return Verdict(len(set(want) | set(got)), tuple(differences), sum(len(d.variables) for d in enc.domains.values()),
+                   len(enc.bdd))
