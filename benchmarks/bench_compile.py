@@ -124,18 +124,22 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", help="write the rows as JSON here")
+    ap.add_argument("--only", choices=("model",), help="model: only the largest ITCH compile and the model batch")
     args = ap.parse_args()
     sizes = [1000, 10000] if args.quick else [1000, 10000, 100000]
+    if args.only == "model":
+        sizes = sizes[-1:]
     results: list = []
     compiled = None
     for n in sizes:
         compiled = measure("itch-2", itch_rules(n), results)
     bench_model(compiled)
-    bench_parse(sizes[-1])
-    for fields in (3, 5):
-        for n in sizes[:-1]:
-            measure(f"itch-{fields}", itch_rules(n, fields), results)
-    measure("hicn", hicn_rules(100_000 if args.quick else 1_000_000), results, memory=args.quick)
+    if args.only != "model":
+        bench_parse(sizes[-1])
+        for fields in (3, 5):
+            for n in sizes[:-1]:
+                measure(f"itch-{fields}", itch_rules(n, fields), results)
+        measure("hicn", hicn_rules(100_000 if args.quick else 1_000_000), results, memory=args.quick)
     print(json.dumps({"max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=1))
