@@ -112,7 +112,7 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
         "recirculates": program.recirculates,
         "bridged_bits": program.bridged_bits,
         "network_stage": (None if stage is None else
-                          {"up_ports": list(stage.up_ports), "tables": [t.name for _, t in stage.tables()]}),
+                          {"up_ports": list(stage.up_ports), "tables": [t.name for _, t in stage.tables(options.target)]}),
         "match_kinds": match_kind_counts(layout),
         "encodings": {t.name: {k.field: k.encoding for k in t.keys if k.encoding != "native"}
                       for t in layout.tables if any(k.encoding != "native" for k in t.keys)},

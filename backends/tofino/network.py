@@ -71,26 +71,28 @@ class NetworkStage:
             members.append(Member(bits(1), FROM_UP))
         return members
 
-    def tables(self) -> tuple[tuple[str, ir.Table], ...]:
+    def tables(self, target: Target) -> tuple[tuple[str, ir.Table], ...]:
         """(gress, table) of the stage's const tables, in the IR's terms (for the resource estimate)."""
         if not self.up_ports:
             return ()
-        size = len(self.up_ports)
+        size, width = len(self.up_ports), target.port_width
+        in_port = ir.Key(f"{target.ingress_md}.{target.ingress_port_field}", width, "exact")
+        out_port = ir.Key(f"{target.egress_md}.{target.egress_port_field}", width, "exact")
         return (
-            ("ingress", ir.Table(FROM_UP_TABLE, (ir.Key("ig_intr_md.ingress_port", 9, "exact"),),
-                                 (FROM_UP_ACTION, "NoAction"), "NoAction", size=size, role="network")),
-            ("egress", ir.Table(TO_UP_TABLE, (ir.Key("eg_intr_md.egress_port", 9, "exact"),),
-                                (TO_UP_ACTION, "NoAction"), "NoAction", size=size, role="network")),
+            ("ingress", ir.Table(FROM_UP_TABLE, (in_port,), (FROM_UP_ACTION, "NoAction"), "NoAction", size=size,
+                                 role="network")),
+            ("egress", ir.Table(TO_UP_TABLE, (out_port,), (TO_UP_ACTION, "NoAction"), "NoAction", size=size,
+                                role="network")),
         )
 
     def actions(self) -> tuple[ir.Action, ...]:
         """The stage's actions (no parameters: the table entries carry no action data)."""
         return (ir.Action(FROM_UP_ACTION), ir.Action(TO_UP_ACTION, (), (ir.Primitive("drop"),)))
 
-    def table_layouts(self) -> tuple[TableLayout, ...]:
-        """The const tables as the resource estimate counts them: exact 9-bit keys, one entry per up port."""
+    def table_layouts(self, target: Target) -> tuple[TableLayout, ...]:
+        """The const tables as the resource estimate counts them: exact port keys, one entry per up port."""
         out = []
-        for gress, table in self.tables():
+        for gress, table in self.tables(target):
             entries = tuple(ir.Entry(table.name, (ir.Exact(p),), table.actions[0]) for p in self.up_ports)
             keys = tuple(KeyLayout(k.field, k.width, "exact", "exact", "native") for k in table.keys)
             out.append(TableLayout(table.name, table, keys, entries, table.size, 0, gress))

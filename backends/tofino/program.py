@@ -25,7 +25,8 @@ from backends.common.parser import emit_statements, parser_states
 from backends.common.target import unsupported
 from backends.tofino.batch import EGRESS_PORT_KEY, Batched
 from backends.tofino.layout import Layout, TableLayout, entries_with_ranges
-from backends.tofino.network import FROM_UP, FROM_UP_TABLE, IN_PORT, TO_UP_TABLE, egress_decls, ingress_decls, network_stage
+from backends.tofino.network import (FROM_UP, FROM_UP_TABLE, IN_PORT, TO_UP_TABLE, egress_decls, ingress_decls,
+                                     network_stage)
 from backends.tofino.target import Target, facts
 from compiler import ir
 from compiler.spec import Advance, ParserState, SelectCase, Spec

@@ -386,7 +386,7 @@ def estimate(layout: Layout, check: bool = True) -> Estimate:
     pipeline = layout.pipeline
     uses = {t.name: table_use(t, pipeline, target) for t in layout.tables}
     stage = network_stage(layout.options.network_up_ports, target)
-    network = stage.table_layouts() if stage else ()
+    network = stage.table_layouts(target) if stage else ()
     if network:
         with_actions = replace(pipeline, actions=pipeline.actions + stage.actions())
         uses.update({t.name: table_use(t, with_actions, target) for t in network})

@@ -223,8 +223,8 @@ def test_recirculated_pass_keeps_the_original_ingress_port():
     recirc = re.search(r"header p4sub_recirc_h \{(.*?)\}", text, re.S).group(1)
     assert "bit<9> p4sub_in_port;" in recirc and "bit<1> p4sub_from_up;" in recirc
     ingress = control_body(text, "SwitchIngress")
-    second = ingress[ingress.index("if (hdr.p4sub_recirc.isValid()) {"):ingress.index("} else if (hdr.order.isValid())")]
-    first = ingress[ingress.index("} else if (hdr.order.isValid())"):]
+    split = ingress.index("} else if (hdr.order.isValid())")
+    second, first = ingress[ingress.index("if (hdr.p4sub_recirc.isValid()) {"):split], ingress[split:]
     for f in ("p4sub_in_port", "p4sub_from_up"):
         # pass 2 comes in on the recirculation port: the bridged port is the one pass 1 saved
         assert f"hdr.p4sub_bridge.{f} = hdr.p4sub_recirc.{f};" in second
