@@ -48,7 +48,7 @@ from backends.tofino.layout import KeyLayout, Layout, TableLayout, TofinoOptions
 from backends.tofino.program import EGRESS_HEADERS, EGRESS_METADATA, SPEC_START, tna_spec
 from backends.tofino.target import TOFINO1, Target, facts
 from compiler import ir
-from compiler.delivery.combined import DROP_REASONS, MAX_PORT, RSET_META, CombinedPlan, SwitchPlan, push_args
+from compiler.delivery.combined import DROP_REASONS, RSET_META, CombinedPlan, SwitchPlan, push_args
 from compiler.delivery.wire import ETH_HEADER
 from compiler.errors import TargetError
 
@@ -152,9 +152,13 @@ def prune_rows(n: int, keep_bits: int) -> list[dict[str, Any]]:
     return rows
 
 
-def port_rows(value_bits: int) -> list[tuple[int, int]]:
-    """``p4sub_port_i``'s const entries: label value ``p`` -> bit ``p - 1``, for every port a label can name."""
-    return [(p, 1 << (p - 1)) for p in range(1, min(MAX_PORT, (1 << value_bits) - 1) + 1)]
+def port_rows(value_bits: int, mask_width: int = 16) -> list[tuple[int, int]]:
+    """``p4sub_port_i``'s const entries: label value ``p`` -> bit ``p - 1`` of the bitmap.
+
+    Values 1 .. 16 (the v1model program's ``16w1 << (value - 1)`` for every value that leaves a bit
+    in 16 bits; ports above :data:`~compiler.delivery.combined.MAX_PORT` select no group the plan
+    installs, on both targets); any other value misses and adds no port."""
+    return [(p, 1 << (p - 1)) for p in range(1, min(mask_width, (1 << value_bits) - 1) + 1)]
 
 
 @lru_cache(maxsize=1)
@@ -237,7 +241,7 @@ def program_text(plan_: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) 
         reasons=reasons, n_reasons=len(DROP_REASONS), H=HEADERS_STRUCT, M=METADATA_STRUCT,
         EH=EGRESS_HEADERS, EM=EGRESS_METADATA, bridge=BRIDGE, keep_bits=keep_bits, own_pad=keep_bits - n,
         keep_after=[keep_after(i, n) for i in range(n)], first_own_rows=first_own_rows(n),
-        port_rows=port_rows(8 * plan_.value_bytes), prune_rows=prune_rows(n, keep_bits) if plan_.encoding == "port" else [],
+        port_rows=port_rows(8 * plan_.value_bytes, plan_.mask_width), prune_rows=prune_rows(n, keep_bits) if plan_.encoding == "port" else [],
         edge=sp.ingress, stored_size=stored_size(sp), stored_key=STORED_KEY, host_port_key=EGRESS_PORT_KEY,
         spec_start=SPEC_START, header_types=[], spec_members=[], parser_states=[], emits=[], stopped=(),
         first_only=False,
