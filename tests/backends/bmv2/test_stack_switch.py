@@ -56,9 +56,19 @@ print(json.dumps(got))
 """
 
 
+def exchange(sw: Bmv2Switch, tmp_path: Path, ports: list[int], in_port: int, frame: bytes) -> list[tuple[int, bytes]]:
+    """Send ``frame`` into ``in_port`` and return what comes out on every port (without the frame itself)."""
+    (tmp_path / "io.py").write_text(IO_SCRIPT)
+    (tmp_path / "req.json").write_text(json.dumps({"ports": ports, "in": in_port, "frame": frame.hex()}))
+    r = sw.sh([sys.executable, str(tmp_path / "io.py"), str(tmp_path / "req.json")], timeout=60)
+    got = [(p, bytes.fromhex(h)) for p, h in json.loads(r.stdout.strip().splitlines()[-1])]
+    return [(p, f) for p, f in got if not (p == in_port and f == frame)]  # our own transmission
+
+
 @pytest.mark.bmv2
 @pytest.mark.p4c
-@pytest.mark.parametrize("encoding,prefix", [("port", "c"), ("port", "a"), ("bitmask", "c"), ("bitmask", "e")])
+@pytest.mark.parametrize("encoding,prefix", [("port", "c"), ("port", "a"), ("bitmask", "c"), ("bitmask", "e"),
+                                             ("mcgroup", "a"), ("mcgroup", "e"), ("mixed", "c"), ("mixed", "e")])
 def test_simple_switch_forwards_prunes_and_strips_as_the_interpreter(encoding, prefix, tmp_path):
     reason = skip_reason()
     if reason:
@@ -88,13 +98,54 @@ def test_simple_switch_forwards_prunes_and_strips_as_the_interpreter(encoding, p
     sw = Bmv2Switch(ports, tmp_path, program_json=tmp_path / "program.json", thrift_port=9093)
     try:
         sw.cli((tmp_path / "commands.txt").read_text())
-        (tmp_path / "io.py").write_text(IO_SCRIPT)
-        (tmp_path / "req.json").write_text(json.dumps({"ports": ports, "in": in_port, "frame": frame.hex()}))
-        r = sw.sh([sys.executable, str(tmp_path / "io.py"), str(tmp_path / "req.json")], timeout=60)
-        got = [(p, bytes.fromhex(h)) for p, h in json.loads(r.stdout.strip().splitlines()[-1])]
+        got = exchange(sw, tmp_path, ports, in_port, frame)
     finally:
         sw.close()
-    got = [(p, f) for p, f in got if not (p == in_port and f == frame)]  # our own transmission
     assert Counter(got) == Counter(expected)
     if prefix == "e":
         assert any(f == original for _, f in got), "a host port gets the original frame"
+
+
+@pytest.mark.bmv2
+@pytest.mark.p4c
+def test_simple_switch_dispatches_every_mixed_tag_as_the_interpreter(tmp_path):
+    """Own labels of every tag (the encoder writes port and group labels only), an unused tag and
+    out-of-range ports, behind a foreign label that reactive pruning must pop, on an aggregation switch."""
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    topo = parse_topology_arg(str(ROOT / "examples/fat-tree-4.topo"))
+    rules = read_network_rules(ROOT / "examples/fat-tree-4.rules", topo)
+    plan = plan_combined(topo, rules, read_spec(ROOT / "apps/itch/itch.p4"), "mixed", target="bmv2")
+    sim = StackNetwork(topo, plan)
+    switch = "a1_1"
+    sp = plan.switches[switch]
+    ports = list(sp.ports)
+    in_port = ports[0]
+    shift, vb = plan.tag_shift, 8 * plan.value_bytes
+    other = plan.switches["c1"].switch_id
+    bit = {p: 1 << (p - 1) for p in ports}
+    cases = [  # (tag, value, copies expected)
+        (0, ports[1], 1), (1, bit[ports[1]] | bit[ports[2]] | bit[ports[3]], 3), (2, bit[ports[1]] | bit[ports[3]], 2),
+        (1, bit[in_port] | bit[ports[2]], 1), (3, bit[ports[1]], 0), (0, 0, 0), (0, 17, 0),
+    ]
+    frames = []
+    for tag, value, copies in cases:
+        labels = [(other, 5), (sp.switch_id, tag << shift | value), (other, 9)]
+        raw = b"".join((i << vb | v).to_bytes(plan.label_bytes, "big") for i, v in labels)
+        frame = (bytes.fromhex("020000000002020000000001") + b"\x88\xb5\x08\x00" + len(labels).to_bytes(2, "big")
+                 + raw + bytes(range(30)))
+        expected = sim.process(switch, in_port, frame, None, Counter())
+        assert len(expected) == copies, (tag, value)
+        assert all(int.from_bytes(f[16:18], "big") == 1 for _, f in expected)  # only (c1, 9) is left
+        frames.append((frame, expected))
+    emit_stack(plan, switch, tmp_path)
+    subprocess.run([tool("p4c-bm2-ss"), "-o", str(tmp_path / "program.json"), str(tmp_path / "program.p4")],
+                   check=True, capture_output=True, timeout=300)
+    sw = Bmv2Switch(ports, tmp_path, program_json=tmp_path / "program.json", thrift_port=9093)
+    try:
+        sw.cli((tmp_path / "commands.txt").read_text())
+        for frame, expected in frames:
+            assert Counter(exchange(sw, tmp_path, ports, in_port, frame)) == Counter(expected)
+    finally:
+        sw.close()
