@@ -39,6 +39,7 @@ from compiler.errors import P4subError
 from compiler.spec import QueryField
 from compiler.typecheck import TypedRules
 from compiler.values import encode_string, scale_decimal
+from runtime.model import batch_rows
 from runtime.replay_ports import PortSpace
 
 ORDER_OPS = ("<", "<=", ">", ">=")
@@ -449,12 +450,13 @@ class GroundTruth:
     def columns_needed(self) -> list[str]:
         return list(self.fields)
 
-    def wanted(self, columns: Mapping[str, Any]) -> np.ndarray:
-        """Per row, the ports whose rules hold, as ``(rows, words)`` uint64 masks."""
+    def wanted(self, columns: Mapping[str, Any], rows: int | None = None) -> np.ndarray:
+        """Per row, the ports whose rules hold, as ``(rows, words)`` uint64 masks (``rows``: as
+        :meth:`runtime.model.Model.run`)."""
         missing = [f for f in self.fields if f not in columns]
         if missing:
             raise P4subError(f"the trace has no column for {', '.join(missing)}, which the rules test")
-        n = len(next(iter(columns.values()))) if columns else 0
+        n = batch_rows({f: columns[f] for f in self.fields} if self.fields else columns, rows)
         cols = {name: _column(columns[name], width) for name, width in self.fields.items()}
         out = self.space.empty(n)
         for fam in self.families:

@@ -351,6 +351,14 @@ def _args_array(entries: list[ir.Entry]) -> np.ndarray | None:
     return np.array(rows, dtype=object).reshape(len(rows), width)
 
 
+def batch_rows(columns: Mapping[str, Sequence[int] | np.ndarray], rows: int | None) -> int:
+    """The number of rows of a batch of columns, which must agree with each other and with ``rows``."""
+    lengths = {len(c) for c in columns.values()} | ({rows} if rows is not None else set())
+    if len(lengths) > 1:
+        raise P4subError(f"a batch's columns and row count disagree: lengths {sorted(lengths)}")
+    return lengths.pop() if lengths else 0
+
+
 class Model:
     """A compiled Pipeline IR, ready to run batches of messages given as field columns."""
 
@@ -371,11 +379,13 @@ class Model:
         self.meta_width = {m.name: m.width for m in pipeline.metadata}
         self.inputs = sorted({k.field for t in pipeline.tables for k in t.keys if not k.field.startswith("meta.")})
 
-    def run(self, columns: Mapping[str, Sequence[int] | np.ndarray]) -> Result:
+    def run(self, columns: Mapping[str, Sequence[int] | np.ndarray], rows: int | None = None) -> Result:
+        """Run a batch given as field columns. ``rows`` is the batch size; it may be left out when
+        there are columns (then they give it), and must be given for a pipeline that reads no field."""
         missing = [f for f in self.inputs if f not in columns]
         if missing:
             raise P4subError(f"packets lack field(s) {', '.join(missing)} that the pipeline matches on")
-        n = len(next(iter(columns.values()))) if columns else 0
+        n = batch_rows({f: columns[f] for f in self.inputs} if self.inputs else columns, rows)
         widths = {k.field: k.width for t in self.pipeline.tables for k in t.keys}
         cols = {f: _as_array(columns[f], widths[f]) for f in self.inputs}
         meta = {m: np.zeros(n, dtype=np.uint64) for m in self.meta_width}

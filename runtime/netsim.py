@@ -451,7 +451,7 @@ def _simulate_batch(network: Network, batch: Batch, publisher: str, mode: str, t
     offset = sim.messages
     sim.messages += n
     sim.packets += len(starts)
-    wanted = truth.wanted(_with_rows({f: batch.columns[f] for f in truth.columns_needed()}, n))
+    wanted = truth.wanted({f: batch.columns[f] for f in truth.columns_needed()}, rows=n)
     if mode == "union":  # a packet is wanted where any of its messages is
         wanted = np.bitwise_or.reduceat(wanted, starts, axis=0)[seg]
     words = wanted.shape[1]
@@ -505,20 +505,10 @@ def _simulate_batch(network: Network, batch: Batch, publisher: str, mode: str, t
         st.duplicates += len(got) - len(unique)
 
 
-def _with_rows(columns: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
-    """The columns, or one unused column of ``n`` zeros when there are none.
-
-    The reference model and the ground truth take the row count from their first column; a switch
-    whose rules test no field (MR's ``true`` rules, a subscription to everything) reads none, and
-    would otherwise see zero rows and silently drop every packet.
-    """
-    return columns if columns else {"p4sub.rows": np.zeros(n, dtype=np.uint64)}
-
-
 def _switch_ports(sw: SwitchSim, batch: Batch, rows: np.ndarray, ingress: np.ndarray, mode: str,
                   sim: Simulation) -> np.ndarray:
     """(rows, physical ports) bool: where each row's copy leaves the switch."""
-    res = sw.model.run(_with_rows({f: batch.columns[f][rows] for f in sw.model.inputs}, len(rows)))
+    res = sw.model.run({f: batch.columns[f][rows] for f in sw.model.inputs}, rows=len(rows))
     k = len(rows)
     out = np.zeros((k, len(sw.ports) + 1), dtype=bool)
     grouped = res.group > 0
