@@ -293,3 +293,102 @@ def test_route_cli_writes_a_tna_program_and_bfrt_entries_per_switch(tmp_path, to
         assert {PROGRAM, ENTRIES, INFO} == {f.name for f in (out / switch).iterdir()}
     assert "p4sub_push_stack" in (out / "e1_1" / PROGRAM).read_text()
     assert "p4sub_push_stack" not in (out / "c1" / PROGRAM).read_text()
+
+
+# -- the program's decisions against the reference interpreter -------------------------------------
+
+class ReadProgram:
+    """What one switch's TNA program does with a stack frame, read from its text: the const tables,
+    the own-label actions' keep/pop constants, and the plan's installed state (stored trees, groups,
+    host ports). Follows the template's apply blocks; shares no code with runtime.stack_sim."""
+
+    def __init__(self, plan, sp, text: str) -> None:
+        self.plan, self.sp = plan, sp
+        self.first_own = const_rows(text, "p4sub_first_own")
+        self.prune = const_rows(text, "p4sub_prune") if plan.encoding == "port" else []
+        self.port_bit = {int(v): int(b) for v, b in re.findall(r"\d+w(\d+) : p4sub_port_bit_0\(16w(\d+)\);", text)}
+        self.own_at = {int(i): (int(pop), literal_value(keep)) for i, pop, keep in re.findall(
+            r"action p4sub_own_at_(\d+)\(\) \{\s*meta\.p4sub_index = 8w\d+;\s*hdr\.p4sub_bridge\.pop = 8w(\d+);"
+            r"\s*hdr\.p4sub_bridge\.keep = (\d+w\w+);", text)}
+
+    def process(self, in_port: int, frame: bytes) -> list[tuple[int, bytes]]:
+        plan, sp, n = self.plan, self.sp, self.plan.max_labels
+        size, vb = plan.label_bytes, 8 * plan.value_bytes
+        count = int.from_bytes(frame[16:18], "big")
+        if count > n:
+            return []
+        labels = [int.from_bytes(frame[18 + i * size:18 + (i + 1) * size], "big") for i in range(count)]
+        ids, vals = [x >> vb for x in labels], [x & ((1 << vb) - 1) for x in labels]
+        body = frame[18 + count * size:]
+        stored = count > 0 and ids[0] == 0
+        own = [int(i < count and not stored and ids[i] == sp.switch_id) for i in range(n)]
+        pop, keep = 0, 0
+        if stored:
+            mask = dict(sp.stored).get(vals[0], 0)
+        else:
+            action = first_match(self.first_own, own)
+            if action is None:
+                return []
+            index = int(re.fullmatch(r"p4sub_own_at_(\d+)\(\)", action).group(1))
+            pop, keep = self.own_at[index]
+            if plan.encoding == "port":
+                mask = 0
+                for i in range(count):
+                    if own[i]:
+                        mask |= self.port_bit.get(vals[i], 0)
+            else:
+                mask = vals[index] & 0xFFFF
+        ports = dict(sp.groups).get(mask, ())
+        out = []
+        for port in ports:
+            if port == in_port:
+                continue
+            if port in sp.host_ports:
+                out.append((port, frame[:12] + frame[14:16] + body))
+                continue
+            new_count, kept = count, range(count)
+            if not stored:
+                if plan.encoding == "port":
+                    at = [int(own[i] and vals[i] == port) for i in range(n)]
+                    action = first_match(self.prune, own + at)
+                    if action is None:
+                        continue
+                    kind, args = re.fullmatch(r"(\w+)\((.*)\)", action).groups()
+                    keep_lit, num = [a.strip() for a in args.split(",")]
+                    keep = literal_value(keep_lit)
+                    new_count = literal_value(num) if kind == "p4sub_keep_span" else count - literal_value(num)
+                else:
+                    new_count = count - pop
+                kept = [i for i in range(count) if keep >> i & 1]
+            assert len(kept) == new_count  # the count the egress writes matches the labels it keeps
+            out.append((port, frame[:16] + new_count.to_bytes(2, "big")
+                        + b"".join(labels[i].to_bytes(size, "big") for i in kept) + body))
+        return out
+
+
+def test_every_pushed_stack_is_forwarded_as_the_reference_interpreter_forwards_it(plan, topo):
+    """Each ingress switch's every push, followed hop by hop: the copies the TNA programs send (read
+    from their text) are the copies runtime.stack_sim sends, byte for byte."""
+    from collections import Counter
+
+    from runtime.stack_sim import StackNetwork
+
+    net = StackNetwork(topo, plan)
+    programs = {s: ReadProgram(plan, sp, render_stack(plan, s)[PROGRAM]) for s, sp in plan.switches.items()}
+    frame = bytes(range(12)) + b"\x08\x00" + b"payload"
+    hops = 0
+    for sp in plan.switches.values():
+        for push in sp.pushes:
+            pushed = net.push_frame(sp.name, frame, push.rsid)
+            host_port = sp.host_ports[0]
+            queue = [(sp.name, host_port, pushed)]
+            while queue:
+                switch, port, f = queue.pop()
+                mine = programs[switch].process(port, f)
+                assert sorted(mine) == sorted(net.process(switch, port, f, None, Counter())), (switch, push)
+                hops += 1
+                for out_port, copy in mine:
+                    node, node_port = topo.peer(switch, out_port)
+                    if topo.is_switch(node):
+                        queue.append((node, node_port, copy))
+    assert hops > sum(len(s.pushes) for s in plan.switches.values())
