@@ -392,3 +392,11 @@ def test_every_pushed_stack_is_forwarded_as_the_reference_interpreter_forwards_i
                     if topo.is_switch(node):
                         queue.append((node, node_port, copy))
     assert hops > sum(len(s.pushes) for s in plan.switches.values())
+
+
+@pytest.mark.parametrize("encoding", ["mcgroup", "mixed"])
+def test_route_cli_refuses_tofino_for_encodings_without_a_tna_program_before_writing(tmp_path, capsys, encoding):
+    out = tmp_path / "out"
+    assert main(["route", *EXAMPLE, "--delivery", f"header-stack:{encoding}", "--target", "tofino", "-o", str(out)]) == 2
+    assert f"renders header-stack:port and header-stack:bitmask, not header-stack:{encoding}" in capsys.readouterr().err
+    assert not out.exists()
