@@ -44,7 +44,8 @@ from backends.common.names import check_key_fields, field_expression, is_meta, p
 from backends.common.parser import emit_statements, parser_states
 from backends.tofino.batch import EGRESS_PORT_KEY
 from backends.tofino.bfrt import FORMAT, action_name, entry_json, key_json, pre_records, table_name
-from backends.tofino.layout import KeyLayout, Layout, TableLayout, TofinoOptions, entries_with_ranges, plan
+from backends.tofino.layout import KeyLayout, Layout, TableLayout, TofinoOptions, entries_with_ranges
+from backends.tofino.layout import plan as plan_layout
 from backends.tofino.program import EGRESS_HEADERS, EGRESS_METADATA, SPEC_START, tna_spec
 from backends.tofino.target import TOFINO1, Target, facts
 from compiler import ir
@@ -85,23 +86,23 @@ def _table(name: str, keys: tuple[tuple[str, int], ...], action: ir.Action, gres
     return StackTable(layout, action)
 
 
-def stack_tables(plan_: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -> list[StackTable]:
+def stack_tables(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -> list[StackTable]:
     """The stack program's control-plane tables with this switch's entries (``p4sub_self`` is separate:
     it is keyless and only its default entry is set)."""
-    label_bits = 8 * plan_.label_bytes
-    set_mask = ir.Action("p4sub_set_mask", (ir.Param("mask", plan_.mask_width),))
+    label_bits = 8 * plan.label_bytes
+    set_mask = ir.Action("p4sub_set_mask", (ir.Param("mask", plan.mask_width),))
     strip = ir.Action("p4sub_strip")
     tables = [
-        _table("p4sub_stored", ((STORED_KEY, 8 * plan_.value_bytes),), set_mask, "ingress", stored_size(sp),
+        _table("p4sub_stored", ((STORED_KEY, 8 * plan.value_bytes),), set_mask, "ingress", stored_size(sp),
                [ir.Entry("p4sub_stored", (ir.Exact(t),), set_mask.name, (m,)) for t, m in sp.stored]),
         _table("p4sub_host_port", ((EGRESS_PORT_KEY, target.port_width),), strip, "egress", 64,
                [ir.Entry("p4sub_host_port", (ir.Exact(p),), strip.name) for p in sp.host_ports]),
     ]
     if sp.ingress:
         push = ir.Action("p4sub_push_stack", (ir.Param("count", 16),)
-                         + tuple(ir.Param(f"l{i}", label_bits) for i in range(plan_.max_labels)))
-        tables.append(_table("p4sub_push", ((RSET_META, rset_width(plan_)),), push, "ingress", push_size(plan_),
-                             [ir.Entry("p4sub_push", (ir.Exact(p.rsid),), push.name, push_args(plan_, p))
+                         + tuple(ir.Param(f"l{i}", label_bits) for i in range(plan.max_labels)))
+        tables.append(_table("p4sub_push", ((RSET_META, rset_width(plan)),), push, "ingress", push_size(plan),
+                             [ir.Entry("p4sub_push", (ir.Exact(p.rsid),), push.name, push_args(plan, p))
                               for p in sp.pushes]))
     return tables
 
@@ -110,18 +111,18 @@ def stored_size(sp: SwitchPlan) -> int:
     return max(64, len(sp.stored))
 
 
-def push_size(plan_: CombinedPlan) -> int:
-    return max(64, len(plan_.receiver_sets))
+def push_size(plan: CombinedPlan) -> int:
+    return max(64, len(plan.receiver_sets))
 
 
-def rset_width(plan_: CombinedPlan) -> int:
-    return next(m.width for m in plan_.pipeline.metadata if m.name == RSET_META)
+def rset_width(plan: CombinedPlan) -> int:
+    return next(m.width for m in plan.pipeline.metadata if m.name == RSET_META)
 
 
-def subscription_layout(plan_: CombinedPlan, target: Target = TOFINO1) -> Layout:
+def subscription_layout(plan: CombinedPlan, target: Target = TOFINO1) -> Layout:
     """The receiver-set pipeline's tables as Tofino matches them (program and entries read this one object)."""
-    check_key_fields(plan_.pipeline, target.name)
-    return plan(plan_.pipeline, TofinoOptions(target=target))
+    check_key_fields(plan.pipeline, target.name)
+    return plan_layout(plan.pipeline, TofinoOptions(target=target))
 
 
 def first_own_rows(n: int) -> list[dict[str, Any]]:
@@ -169,20 +170,20 @@ def _environment() -> jinja2.Environment:
         autoescape=False)
 
 
-def _check(plan_: CombinedPlan, sp: SwitchPlan, target: Target) -> None:
-    if plan_.encoding not in RENDERED:
-        raise TargetError(f"{target.name}: no header-stack program for the {plan_.encoding} encoding "
+def _check(plan: CombinedPlan, sp: SwitchPlan, target: Target) -> None:
+    if plan.encoding not in RENDERED:
+        raise TargetError(f"{target.name}: no header-stack program for the {plan.encoding} encoding "
                           f"(the TNA stack program renders {' and '.join(RENDERED)})")
     bad = [g for g, _ in sp.groups if not target.first_group_id <= g < target.multicast_groups]
     if bad:
         raise TargetError(f"{target.name}: switch {sp.name}: port bitmap {bad[0]} is not a multicast group id")
-    depth = bridge_bytes(plan_.max_labels) + ETH_HEADER + plan_.max_bytes
+    depth = bridge_bytes(plan.max_labels) + ETH_HEADER + plan.max_bytes
     if depth > EGRESS_PARSE_BYTES:
         raise TargetError(f"{target.name}: the egress would parse {depth} bytes (bridged header, Ethernet, "
-                          f"stack of {plan_.max_labels} labels), more than {EGRESS_PARSE_BYTES}; lower --max-labels")
+                          f"stack of {plan.max_labels} labels), more than {EGRESS_PARSE_BYTES}; lower --max-labels")
 
 
-def _key_expression(spec, stacked: set[str]):
+def _key_expression(stacked: set[str]):
     def expr(key: ir.Key) -> str:
         if not is_meta(key.field) and split_field(key.field)[0] in stacked:
             return field_expression(key.field, index=0)
@@ -190,15 +191,15 @@ def _key_expression(spec, stacked: set[str]):
     return expr
 
 
-def _subscription_context(plan_: CombinedPlan, target: Target) -> tuple[dict[str, Any], list[Member]]:
+def _subscription_context(plan: CombinedPlan, target: Target) -> tuple[dict[str, Any], list[Member]]:
     """The edge's pieces: spec headers and parser, subscription tables and actions, push table."""
-    pipeline = plan_.pipeline
+    pipeline = plan.pipeline
     eth = spec_ethernet(pipeline.spec)
     spec, stopped = tna_spec(pipeline.spec, TofinoOptions().variable_advance, target)
-    layout = subscription_layout(plan_, target)
+    layout = subscription_layout(plan, target)
     messages = message_layout(pipeline)
     stacked = {h for h in messages.query_headers if spec.header(h).stack_size}
-    key_expr = _key_expression(spec, stacked)
+    key_expr = _key_expression(stacked)
     tables = []
     for t in layout.tables:
         table = replace(t.table, keys=tuple(ir.Key(k.field, k.width, k.match_kind) for k in t.keys))
@@ -214,40 +215,40 @@ def _subscription_context(plan_: CombinedPlan, target: Target) -> tuple[dict[str
         actions=action_decls(pipeline, facts(target)), tables=tables, apply_lines=apply_statements(pipeline),
         valid_condition=" && ".join(valid) if valid else "true",
         rset_meta=field_expression(RSET_META), rset_ref=RSET_META,
-        rset_literal_zero=literal(0, rset_width(plan_)), push_size=push_size(plan_),
+        rset_literal_zero=literal(0, rset_width(plan)), push_size=push_size(plan),
     )
     return context, pipeline_metadata_members(pipeline) + user_call_members(pipeline)
 
 
-def program_text(plan_: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -> str:
+def program_text(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -> str:
     """``program.p4`` for switch ``sp``; raises a :class:`TargetError` if it cannot be rendered."""
-    _check(plan_, sp, target)
-    n = plan_.max_labels
+    _check(plan, sp, target)
+    n = plan.max_labels
     keep_bits = 8 * math.ceil(n / 8)
     unused = {"ingress-port", "no-subscriber" if not sp.ingress else "not-a-stack"}  # egress / the other role
     reasons = [{"name": r, "const": r.upper().replace("-", "_"), "index": i} for i, r in enumerate(DROP_REASONS)
                if r not in unused]
-    members = [Member(bits(8 * plan_.id_bytes), "p4sub_own"), Member(bits(8), "p4sub_index"),
+    members = [Member(bits(8 * plan.id_bytes), "p4sub_own"), Member(bits(8), "p4sub_index"),
                Member(bits(16), "p4sub_mask"), Member(bits(1), "p4sub_too_deep"), Member(bits(1), "p4sub_drop"),
                Member(bits(8), "p4sub_reason")]
-    if plan_.encoding == "port":
+    if plan.encoding == "port":
         members += [Member(bits(16), f"p4sub_bit_{i}") for i in range(n)]
     egress_members = [Member(bits(keep_bits), "p4sub_keep")]
-    if plan_.encoding == "port":
+    if plan.encoding == "port":
         egress_members += [Member(bits(1), f"p4sub_at_{i}") for i in range(n)]
     context: dict[str, Any] = dict(
-        switch=sp.name, switch_id=sp.switch_id, encoding=plan_.encoding, n=n, include=target.include, t=target,
-        id_bits=8 * plan_.id_bytes, value_bits=8 * plan_.value_bytes, label_bits=8 * plan_.label_bytes,
+        switch=sp.name, switch_id=sp.switch_id, encoding=plan.encoding, n=n, include=target.include, t=target,
+        id_bits=8 * plan.id_bytes, value_bits=8 * plan.value_bytes, label_bits=8 * plan.label_bytes,
         reasons=reasons, n_reasons=len(DROP_REASONS), H=HEADERS_STRUCT, M=METADATA_STRUCT,
         EH=EGRESS_HEADERS, EM=EGRESS_METADATA, bridge=BRIDGE, keep_bits=keep_bits, own_pad=keep_bits - n,
         keep_after=[keep_after(i, n) for i in range(n)], first_own_rows=first_own_rows(n),
-        port_rows=port_rows(8 * plan_.value_bytes, plan_.mask_width), prune_rows=prune_rows(n, keep_bits) if plan_.encoding == "port" else [],
+        port_rows=port_rows(8 * plan.value_bytes, plan.mask_width), prune_rows=prune_rows(n, keep_bits) if plan.encoding == "port" else [],
         edge=sp.ingress, stored_size=stored_size(sp), stored_key=STORED_KEY, host_port_key=EGRESS_PORT_KEY,
         spec_start=SPEC_START, header_types=[], spec_members=[], parser_states=[], emits=[], stopped=(),
         first_only=False,
     )
     if sp.ingress:
-        extra, pipeline_members = _subscription_context(plan_, target)
+        extra, pipeline_members = _subscription_context(plan, target)
         context.update(extra)
         members += pipeline_members
     context["metadata_struct"] = struct_decl(METADATA_STRUCT, members)
@@ -270,7 +271,7 @@ def _table_summary(t: TableLayout, target: Target) -> dict[str, Any]:
             "actions": [action_name(a, t, target) for a in t.table.actions], "priority": t.needs_priority}
 
 
-def document(plan_: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -> dict[str, Any]:
+def document(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -> dict[str, Any]:
     """The switch's ``entries.bfrt.json``: the own id (default entry of ``p4sub_self``), the stack
     tables' entries, on an ingress switch the subscription tables' entries, and the PRE records."""
     own = TableLayout("p4sub_self", ir.Table("p4sub_self", (), ("p4sub_set_own",), "p4sub_set_own", (0,), size=1),
@@ -279,12 +280,12 @@ def document(plan_: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -> d
         "table_name": table_name(own, target), "default_entry": True,
         "action": action_name("p4sub_set_own", own, target), "key": {}, "data": {"id": sp.switch_id},
     }]
-    stack = stack_tables(plan_, sp, target)
+    stack = stack_tables(plan, sp, target)
     for t in stack:
         entries.extend(_stack_entry(e, t, target) for e in t.layout.entries)
     layouts = [own] + [t.layout for t in stack]
     if sp.ingress:
-        layout = subscription_layout(plan_, target)
+        layout = subscription_layout(plan, target)
         entries.extend(entry_json(e, t, layout.pipeline, target) for t in layout.tables for e in t.entries)
         layouts += list(layout.tables)
     groups = tuple(ir.MulticastGroup(g, ports) for g, ports in sp.groups)
@@ -293,18 +294,18 @@ def document(plan_: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -> d
             "entries": entries, "pre": pre_records(groups)}
 
 
-def render_stack(plan_: CombinedPlan, switch: str, target: Target = TOFINO1) -> dict[str, str]:
+def render_stack(plan: CombinedPlan, switch: str, target: Target = TOFINO1) -> dict[str, str]:
     """Every file of one switch, as {name: text}, without writing anything."""
-    sp = plan_.switches[switch]
-    text = program_text(plan_, sp, target)
-    doc = document(plan_, sp, target)
+    sp = plan.switches[switch]
+    text = program_text(plan, sp, target)
+    doc = document(plan, sp, target)
     info = {
-        "target": target.name, "architecture": "TNA", "mode": "header-stack", "encoding": plan_.encoding,
+        "target": target.name, "architecture": "TNA", "mode": "header-stack", "encoding": plan.encoding,
         "switch": sp.name, "switch_id": sp.switch_id, "edge": sp.ingress,
         "controls": {"ingress": target.ingress_control, "egress": target.egress_control},
-        "max_labels": plan_.max_labels, "label_bytes": plan_.label_bytes,
-        "bridge_bytes": bridge_bytes(plan_.max_labels),
-        "egress_parse_bytes": bridge_bytes(plan_.max_labels) + ETH_HEADER + plan_.max_bytes,
+        "max_labels": plan.max_labels, "label_bytes": plan.label_bytes,
+        "bridge_bytes": bridge_bytes(plan.max_labels),
+        "egress_parse_bytes": bridge_bytes(plan.max_labels) + ETH_HEADER + plan.max_bytes,
         "drop_reasons": list(DROP_REASONS), "recirculations_per_packet": 0, "multicast_groups": len(sp.groups),
         "build": f"bf-p4c --target tofino --arch tna -o OUT {PROGRAM} (not run by p4sub; p4test checks the types)",
     }
