@@ -86,7 +86,8 @@ def install(out_dir: str | Path, args: argparse.Namespace) -> int:
                      getattr(args, "program_name", None) or doc["p4_name"])
     try:
         names = order + [PRE_NODE, PRE_MGID]
-        old = [r for name in names for r in switch.read(name)]
+        defaults = {r["table_name"] for r in records if r.get("default_entry")}
+        old = [r for name in names for r in switch.read(name, name in defaults)]
         ops = updates.plan(old, records, order)
         done: list[list[updates.Op]] = []
         for batch in updates.batches(ops, batch_size):
@@ -106,7 +107,7 @@ def install(out_dir: str | Path, args: argparse.Namespace) -> int:
                                   f"{batch[0].record['table_name']}: {exc}; the {len(done)} batches written "
                                   "before it were undone") from None
             done.append(batch)
-        now = [r for name in names for r in switch.read(name)]
+        now = [r for name in names for r in switch.read(name, name in defaults)]
         wrong = updates.differences(records, now)
         if wrong:
             raise TargetError("read-back differs from entries.bfrt.json:\n  " + "\n  ".join(wrong[:20])
@@ -155,6 +156,16 @@ class _Switch:
 
     def write(self, ops: list[updates.Op]) -> None:
         table = self._table(ops[0].record["table_name"])
+        # A default entry (a keyless table's action, such as a switch's own id) is set and reset,
+        # never added or deleted.
+        for op in (op for op in ops if op.record.get("default_entry")):
+            if op.kind == "delete":
+                table.default_entry_reset(self.target)
+            else:
+                table.default_entry_set(self.target, self._data(table, op.record))
+        ops = [op for op in ops if not op.record.get("default_entry")]
+        if not ops:
+            return
         keys = [self._key(table, op.record["key"]) for op in ops]
         if ops[0].kind == "delete":
             table.entry_del(self.target, keys)
@@ -162,19 +173,32 @@ class _Switch:
         data = [self._data(table, op.record) for op in ops]
         (table.entry_add if ops[0].kind == "add" else table.entry_mod)(self.target, keys, data)
 
-    def read(self, name: str) -> list[dict[str, Any]]:
+    def read(self, name: str, default: bool = False) -> list[dict[str, Any]]:
+        """The table's entries as records; with ``default``, its default entry too (as a
+        ``"default_entry": true`` record with an empty key)."""
         table = self._table(name)
         out = []
         for data, key in table.entry_get(self.target, None, {"from_hw": False}):
-            d, k = data.to_dict(), key.to_dict()
-            action = d.pop("action_name", None)
-            d.pop("is_default_entry", None)
-            record: dict[str, Any] = {"table_name": name, "key": {n: _key_fields(v) for n, v in k.items()},
-                                      "data": d}
-            if action is not None:
-                record["action"] = action
-            out.append(record)
+            d = data.to_dict()
+            if d.pop("is_default_entry", False):
+                continue
+            out.append(_record(name, d, {n: _key_fields(v) for n, v in key.to_dict().items()}))
+        if default:
+            for data, _ in table.default_entry_get(self.target, {"from_hw": False}):
+                d = data.to_dict()
+                d.pop("is_default_entry", None)
+                out.append(_record(name, d, {}, default_entry=True))
         return out
+
+
+def _record(name: str, data: dict[str, Any], key: dict[str, Any], default_entry: bool = False) -> dict[str, Any]:
+    action = data.pop("action_name", None)
+    record: dict[str, Any] = {"table_name": name, "key": key, "data": data}
+    if default_entry:
+        record["default_entry"] = True
+    if action is not None:
+        record["action"] = action
+    return record
 
 
 def _key_fields(value: Any) -> dict[str, int]:

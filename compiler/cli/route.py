@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--field-order", help="comma-separated fields tested first, for every switch")
     p.add_argument("--range-encoding", choices=RANGE_ENCODINGS, default="range", help="how non-exact fields are matched")
     p.add_argument("--dnf-limit", type=int, default=DEFAULT_LIMIT, help="largest DNF a single rule may expand to")
-    p.add_argument("--delivery", default="filters", metavar="filters|header-stack[:port|bitmask]",
+    p.add_argument("--delivery", default="filters", metavar="filters|header-stack[:port|bitmask|mcgroup|mixed]",
                    help="filters: Camus per-switch filtering (default); header-stack[:E]: the ingress edge evaluates "
                         "the subscriptions and pushes the delivery tree as E labels (default port); see docs/delivery.md")
     p.add_argument("--max-labels", type=int, help="header-stack: largest stack (default: the target's limit); "
@@ -94,7 +94,7 @@ def run_combined(args: argparse.Namespace, topology, rules, spec, options: Compi
 
     kind, _, encoding = args.delivery.partition(":")
     if kind != "header-stack":
-        raise P4subError(f"--delivery {args.delivery}: expected filters or header-stack[:port|bitmask]")
+        raise P4subError(f"--delivery {args.delivery}: expected filters or header-stack[:port|bitmask|mcgroup|mixed]")
     if args.alpha or args.alpha_field or args.master:
         raise P4subError("--alpha, --alpha-field and --master apply to --delivery filters only")
     plan, s = compile_combined(topology, rules, spec, encoding or "port", args.out, target=target,

@@ -20,6 +20,7 @@ class FakeSwitch:
 
     def __init__(self) -> None:
         self.tables: dict[str, dict[str, tuple]] = {}
+        self.defaults: dict[str, tuple] = {}  # table -> (action, data) set by default_entry_set
         self.refuse: str | None = None
         self.writes = 0
 
@@ -75,6 +76,19 @@ def fake_client(switch: FakeSwitch) -> types.ModuleType:
             self._check()
             for k in keys:
                 del switch.tables[self.name][k]
+
+        def default_entry_set(self, target, data):
+            self._check()
+            switch.defaults[self.name] = data
+
+        def default_entry_reset(self, target):
+            self._check()
+            switch.defaults.pop(self.name, None)
+
+        def default_entry_get(self, target, flags):
+            if self.name in switch.defaults:
+                action, data = switch.defaults[self.name]
+                yield Obj({**data, "action_name": action, "is_default_entry": True}), Obj({})
 
         def entry_get(self, target, keys, flags):
             for k, (action, data) in switch.tables[self.name].items():
@@ -179,3 +193,41 @@ def test_missing_bfrt_grpc_is_a_p4sub_error_naming_the_sde(out, monkeypatch):
 def test_missing_entries_file_is_a_p4sub_error(tmp_path):
     with pytest.raises(P4subError, match="no such file"):
         install(tmp_path, args())
+
+
+@pytest.fixture()
+def stack_out(tmp_path):
+    """One transit switch of a combined compile for Tofino: its own id is a default entry."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    subprocess.run([sys.executable, "-m", "compiler", "route", str(root / "examples/fat-tree-4.topo"),
+                    str(root / "examples/fat-tree-4.rules"), "--spec", str(root / "apps/itch/itch.p4"),
+                    "--delivery", "header-stack:port", "--target", "tofino", "-o", str(tmp_path / "net")],
+                   check=True, capture_output=True, cwd=root)
+    return tmp_path / "net" / "c1"
+
+
+def test_default_entries_are_set_not_added_and_a_second_install_changes_nothing(stack_out, switch):
+    doc = json.loads((stack_out / "entries.bfrt.json").read_text())
+    default = next(r for r in doc["entries"] if r.get("default_entry"))
+    assert install(stack_out, args()) == 0
+    assert switch.defaults[default["table_name"]] == (default["action"], default["data"])
+    assert "{}" not in switch.tables[default["table_name"]]  # not an ordinary entry with an empty key
+    writes = switch.writes
+    assert install(stack_out, args()) == 0
+    assert switch.writes == writes
+
+
+def test_a_refused_update_puts_back_the_default_entry_it_had_changed(stack_out, switch):
+    doc = json.loads((stack_out / "entries.bfrt.json").read_text())
+    default = next(r for r in doc["entries"] if r.get("default_entry"))
+    assert install(stack_out, args()) == 0
+    old = (default["action"], {**default["data"], "id": default["data"]["id"] + 1})
+    switch.defaults[default["table_name"]] = old  # the switch runs another id, and a stale group:
+    switch.tables["$pre.mgid"][json.dumps({"$MGID": {"value": 4000}}, sort_keys=True)] = (None, {})
+    switch.refuse = "$pre.mgid"  # deleting it fails after the own id was set
+    with pytest.raises(TargetError):
+        install(stack_out, args())
+    assert switch.defaults[default["table_name"]] == old
