@@ -47,10 +47,10 @@ def _port(text: str) -> int:
 class _Progress:
     """Percent progress on stderr, at most a few times a second; silent for short runs."""
 
-    def __init__(self, what: str, enabled: bool, stream: TextIO = sys.stderr) -> None:
+    def __init__(self, what: str, enabled: bool, stream: TextIO | None = None) -> None:
         self.what = what
         self.enabled = enabled
-        self.stream = stream
+        self.stream = stream or sys.stderr  # looked up now: a default bound at import goes stale under redirection
         self.start = time.monotonic()
         self.last = 0.0
 
