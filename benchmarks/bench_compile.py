@@ -18,7 +18,6 @@ import resource
 import sys
 import time
 import tracemalloc
-from decimal import Decimal
 from pathlib import Path
 
 import numpy as np

@@ -34,7 +34,6 @@ from typing import Any, Iterable, Iterator, Mapping
 import numpy as np
 
 from compiler import ir
-from compiler import rules as ast
 from compiler.errors import P4subError, SourceLocation
 from compiler.lang import read_rules
 from compiler.network_compile import HOST_ID_BITS, layer_name

@@ -21,10 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 
-import jinja2
 
 from compiler import ir
 from compiler.errors import ResourceError, TargetError
@@ -64,6 +61,7 @@ from backends.common.names import (
 )
 from backends.common.parser import emit_statements, parser_states
 from backends.common.target import check_match_kinds
+from backends.common.templates import render_template
 
 BATCH_MODES = ("auto", "single", "first", "union", "prune")
 # The batched path's table from a multicast group to its ports as a bitmap (bit p set for port p).
@@ -177,14 +175,6 @@ def _key_expression(layout: MessageLayout, stacked: set[str]):
     return expr
 
 
-@lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
-        autoescape=False,
-    )
-
 
 def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -> Bmv2Program:
     """Render ``program.p4``; raises a P4subError before anything is written if it cannot be rendered."""
@@ -288,7 +278,7 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         up_in=" || ".join(f"meta.p4sub_in_port == {literal(p, V1MODEL.port_width)}" for p in up_ports),
         up_out=" || ".join(f"standard_metadata.egress_port == {literal(p, V1MODEL.port_width)}" for p in up_ports),
     )
-    text = _environment().get_template("program.p4.j2").render(**context)
+    text = render_template(__file__, "program.p4.j2", **context)
     return Bmv2Program(text, mode, layout, sizes, tuple(extra_tables), tuple(extra_actions), tuple(extra_entries),
                        union)
 

@@ -30,11 +30,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jinja2
 
 from compiler import ir
 from compiler.delivery.combined import (
@@ -65,6 +63,7 @@ from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bit
 from backends.common.messages import message_layout
 from backends.common.names import field_expression, is_meta, split_field
 from backends.common.parser import emit_statements, parser_states
+from backends.common.templates import render_template
 
 PROGRAM = "program.p4"
 ENTRIES = "entries.p4rt.json"
@@ -132,14 +131,6 @@ def push_size(plan: CombinedPlan) -> int:
     return max(64, len(plan.receiver_sets))
 
 
-@lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
-        autoescape=False,
-    )
-
 
 def program_text(plan: CombinedPlan, sp: SwitchPlan) -> str:
     """``program.p4`` for switch ``sp``; raises a P4subError if it cannot be rendered."""
@@ -192,7 +183,7 @@ def program_text(plan: CombinedPlan, sp: SwitchPlan) -> str:
             push_size=push_size(plan),
         )
     context["metadata_struct"] = struct_decl(METADATA_STRUCT, members)
-    return _environment().get_template("stack.p4.j2").render(**context)
+    return render_template(__file__, "stack.p4.j2", **context)
 
 
 def write_request(plan: CombinedPlan, sp: SwitchPlan) -> dict[str, Any]:

@@ -12,10 +12,7 @@ entry writer reads, so the two cannot disagree.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from pathlib import Path
 
-import jinja2
 
 from backends.common.controls import action_decls, apply_statements, table_decl, user_call_members
 from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, header_member, header_type_decls, struct_decl
@@ -23,6 +20,7 @@ from backends.common.literals import literal
 from backends.common.names import field_expression, identifier, is_meta, meta_member, split_field
 from backends.common.parser import emit_statements, parser_states
 from backends.common.target import unsupported
+from backends.common.templates import render_template
 from backends.tofino.batch import EGRESS_PORT_KEY, Batched
 from backends.tofino.layout import Layout, TableLayout, entries_with_ranges
 from backends.tofino.network import (FROM_UP, FROM_UP_TABLE, IN_PORT, TO_UP_TABLE, egress_decls, ingress_decls,
@@ -103,13 +101,6 @@ def _table_text(t: TableLayout, layout: Layout, batched: Batched, spec: Spec) ->
     n = entries_with_ranges(t, target)
     return f"@entries_with_ranges({n})\n{text}" if n is not None else text
 
-
-@lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
-        autoescape=False)
 
 
 def _apply_lines(pipeline: ir.Pipeline, names: list[str]) -> list[str]:
@@ -218,6 +209,6 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
         network_ingress=ingress_decls(stage, target, BRIDGE) if stage else [],
         network_egress=egress_decls(stage, target) if stage else [],
     )
-    text = _environment().get_template("program.p4.j2").render(**context)
+    text = render_template(__file__, "program.p4.j2", **context)
     bridged_bits = sum(int(m.type[4:-1]) for m in _padded(bridge_fields)) if bridge_fields else 0
     return Program(text, stopped, recirc, bridged_bits)

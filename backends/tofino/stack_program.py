@@ -29,11 +29,9 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jinja2
 
 from backends.bmv2.stack_program import spec_ethernet
 from backends.common.controls import action_decls, apply_statements, pipeline_metadata_members, table_decl, user_call_members
@@ -42,6 +40,7 @@ from backends.common.literals import literal
 from backends.common.messages import message_layout
 from backends.common.names import check_key_fields, field_expression, is_meta, p4info_param_name, split_field
 from backends.common.parser import emit_statements, parser_states
+from backends.common.templates import render_template
 from backends.tofino.batch import EGRESS_PORT_KEY
 from backends.tofino.bfrt import FORMAT, action_name, entry_json, key_json, pre_records, table_name
 from backends.tofino.layout import KeyLayout, Layout, TableLayout, TofinoOptions, entries_with_ranges
@@ -162,13 +161,6 @@ def port_rows(value_bits: int, mask_width: int = 16) -> list[tuple[int, int]]:
     return [(p, 1 << (p - 1)) for p in range(1, min(mask_width, (1 << value_bits) - 1) + 1)]
 
 
-@lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
-        autoescape=False)
-
 
 def _check(plan: CombinedPlan, sp: SwitchPlan, target: Target) -> None:
     if plan.encoding not in RENDERED:
@@ -255,7 +247,7 @@ def program_text(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -
     context["egress_metadata_struct"] = struct_decl(EGRESS_METADATA, egress_members)
     context["meta_init"] = [f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in members]
     context["egress_meta_init"] = [f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in egress_members]
-    return _environment().get_template("stack.p4.j2").render(**context)
+    return render_template(__file__, "stack.p4.j2", **context)
 
 
 def _stack_entry(entry: ir.Entry, table: StackTable, target: Target) -> dict[str, Any]:
