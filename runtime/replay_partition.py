@@ -160,16 +160,33 @@ PACKET_WEIGHTS = {"fp_packet_bytes": "fp", "delivered_packet_bytes": "d"}
 def _count(space: PortSpace, delivered: np.ndarray, wanted: np.ndarray, size: np.ndarray | None,
            counts: dict[str, str], weights: dict[str, str], ports: dict[str, np.ndarray]) -> None:
     """Add per-port counts of delivered (d), wanted (w), false positive (fp) and false negative (fn)
-    rows under the metric names of ``counts``, and sums of ``size`` under those of ``weights``."""
+    rows under the metric names of ``counts``, and sums of ``size`` under those of ``weights``.
+
+    Only the delivered sets are unpacked whole. False positives and negatives are found on the
+    packed masks and unpacked for the rows that have some (usually few), and per port
+    ``w = d - fp + fn``, since d and w share their ``d and w`` part."""
     for a in range(0, len(delivered), BLOCK_ROWS):
-        d = space.bits(delivered[a : a + BLOCK_ROWS])
-        w = space.bits(wanted[a : a + BLOCK_ROWS])
-        sets = {"d": d, "w": w, "fp": d & ~w, "fn": w & ~d}
+        dm, wm = delivered[a : a + BLOCK_ROWS], wanted[a : a + BLOCK_ROWS]
+        sz = size[a : a + BLOCK_ROWS] if size is not None else None
+        d = space.bits(dm)
+        plain = {"d": count_bits(d)}
+        weighted: dict[str, np.ndarray] = {}
+        for which, mask in (("fp", dm & ~wm), ("fn", wm & ~dm)):
+            rows = np.flatnonzero(mask.any(axis=1))
+            bits = space.bits(mask[rows])
+            plain[which] = count_bits(bits)
+            if sz is not None:
+                weighted[which] = count_bits(bits, sz[rows])
+        plain["w"] = plain["d"] - plain["fp"] + plain["fn"]
         for name, which in counts.items():
-            ports[name] += count_bits(sets[which])
-        if size is not None:
-            for name, which in weights.items():
-                ports[name] += count_bits(sets[which], size[a : a + BLOCK_ROWS])
+            ports[name] += plain[which]
+        if sz is None:
+            continue
+        if any(which in ("d", "w") for which in weights.values()):
+            weighted["d"] = count_bits(d, sz)
+            weighted["w"] = weighted["d"] - weighted["fp"] + weighted["fn"]
+        for name, which in weights.items():
+            ports[name] += weighted[which]
 
 
 def count_batch(ctx: ReplayContext, batch: dict[str, np.ndarray], stats: PartitionStats) -> None:

@@ -204,3 +204,24 @@ def test_port_counts_equal_counting_sets_directly(sets, data) -> None:
     bounds = [0] + cuts + [len(sets)]
     expect = [frozenset().union(*[frozenset(s) for s in sets[a:b]]) for a, b in zip(bounds, bounds[1:])]
     assert space.sets(or_segments(masks, starts)) == expect
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.frozensets(st.integers(0, 70), max_size=5), st.frozensets(st.integers(0, 70), max_size=5),
+                          st.integers(0, 1500)), min_size=1, max_size=40))
+def test_replay_counts_equal_counting_delivered_and_wanted_sets_directly(rows) -> None:
+    """Replay unpacks only the delivered sets and derives wanted = delivered - fp + fn per port."""
+    from runtime.replay_partition import _count
+
+    space = PortSpace.of({p for d, w, _ in rows for p in d | w} | {0})
+    delivered = np.array([space.mask(d) for d, _, _ in rows])
+    wanted = np.array([space.mask(w) for _, w, _ in rows])
+    size = np.array([s for _, _, s in rows], dtype=np.int64)
+    which = {"d": lambda d, w: d, "w": lambda d, w: w, "fp": lambda d, w: d - w, "fn": lambda d, w: w - d}
+    counts = {f"n_{k}": k for k in which}
+    weights = {f"b_{k}": k for k in which}
+    got = {name: np.zeros(len(space.ports), dtype=np.int64) for name in [*counts, *weights]}
+    _count(space, delivered, wanted, size, counts, weights, got)
+    for k, sets_of in which.items():
+        assert got[f"n_{k}"].tolist() == [sum(p in sets_of(d, w) for d, w, _ in rows) for p in space.ports]
+        assert got[f"b_{k}"].tolist() == [sum(s for d, w, s in rows if p in sets_of(d, w)) for p in space.ports]
