@@ -29,6 +29,7 @@ through its up ports. :func:`check_routable` refuses topologies that break this,
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Iterable, Literal, Mapping
 
@@ -202,8 +203,7 @@ def mr_rules(rules: tuple[ast.Rule, ...]) -> tuple[tuple[ast.Rule, ...], bool]:
     up_only = next((r for r in rules if r.ports == (UP_PORT,) and r.filter == ast.Const(True)), None)
     if up_only is None:
         return rules, False
-    out = tuple(ast.Rule(r.filter, (ast.Forward(tuple(sorted(set(r.ports) | {UP_PORT}))),), r.location)
-                for r in rules if r is not up_only)
+    out = tuple(ast.Rule(r.filter, _forward((*r.ports, UP_PORT)), r.location) for r in rules if r is not up_only)
     return out, True
 
 
@@ -234,6 +234,24 @@ def _port_sets(topology: Topology, rules: ast.RuleSet, policy: Policy, alpha: Al
             locations.append(location)
         return fid
 
+    def targets_of(hosts: tuple[str, ...]) -> list[tuple[str, set[int], set[int]]]:
+        """Per switch that forwards to some of ``hosts``: its host ports and its other ports towards them."""
+        out = []
+        for s, table in towards.items():
+            exact_ports: set[int] = set()
+            net_ports: set[int] = set()
+            for h in hosts:
+                p = table.get(h)
+                if p is None or (p == UP_PORT and policy == "mr"):
+                    continue
+                (exact_ports if p in host_ports[s] else net_ports).add(p)
+            if exact_ports or net_ports:
+                out.append((s, exact_ports, net_ports))
+        return out
+
+    # Rules share few host sets (a workload of 100k rules over 128 hosts has at most 128 single
+    # hosts), so the walk over switches is done once per host set, not once per rule.
+    targets: dict[tuple[str, ...], list[tuple[str, set[int], set[int]]]] = {}
     acc: dict[str, dict[int, set[int]]] = {s: {} for s in topology.switches()}
     for rule in rules:
         hosts = []
@@ -244,16 +262,12 @@ def _port_sets(topology: Topology, rules: ast.RuleSet, policy: Policy, alpha: Al
             hosts.append(host_name[hid])
         if not hosts:
             continue
+        key = tuple(hosts)
+        if key not in targets:
+            targets[key] = targets_of(key)
         exact_id = intern(rule.filter, rule.location)
         approx_id = None
-        for s, table in towards.items():
-            exact_ports: set[int] = set()
-            net_ports: set[int] = set()
-            for h in hosts:
-                p = table.get(h)
-                if p is None or (p == UP_PORT and policy == "mr"):
-                    continue
-                (exact_ports if p in host_ports[s] else net_ports).add(p)
+        for s, exact_ports, net_ports in targets[key]:
             if exact_ports:
                 _add(acc[s], exact_id, exact_ports)
             if net_ports:
@@ -267,9 +281,19 @@ def _port_sets(topology: Topology, rules: ast.RuleSet, policy: Policy, alpha: Al
         for s in topology.switches():
             if orient.up_reach[s] and topology.up_ports(s):
                 _add(acc[s], true_id, {UP_PORT})
-    return {s: tuple(ast.Rule(filters[f], (ast.Forward(tuple(sorted(ports))),), locations[f])
-                     for f, ports in table.items())
+    return {s: tuple(ast.Rule(filters[f], _forward(ports), locations[f]) for f, ports in table.items())
             for s, table in acc.items()}
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _forward_of(ports: frozenset[int]) -> tuple[ast.Forward]:
+    return (ast.Forward(tuple(sorted(ports))),)
+
+
+def _forward(ports: Iterable[int]) -> tuple[ast.Forward]:
+    """The actions of a rule forwarding to ``ports``; one shared object per port set (routing makes
+    hundreds of thousands of rules over a few hundred port sets)."""
+    return _forward_of(frozenset(ports))
 
 
 def _add(table: dict[int, set[int]], fid: int, ports: set[int]) -> None:
