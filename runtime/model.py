@@ -79,6 +79,8 @@ DENSE_LIMIT = 1 << 22
 #: Wide exact keys with at most this many known values (stock symbols, a few addresses) are ranked
 #: through a perfect hash: one multiply and two gathers per row instead of a binary search.
 HASH_LIMIT = 512
+#: At most 2^BUCKET_BITS buckets per sorted list of interval lows (:meth:`_Ranker.count_le`).
+BUCKET_BITS = 18
 
 
 def _perfect_hash(values: np.ndarray, seed: int = 1) -> tuple[np.uint64, np.uint64, np.ndarray] | None:
@@ -118,9 +120,39 @@ class _Ranker:
             self.dense[self.values.astype(np.int64)] = np.arange(len(self.values))
         elif 0 < len(self.values) <= HASH_LIMIT and width <= 64:
             self.hashed = _perfect_hash(self.values)
+        self.buckets: tuple[np.uint64, np.ndarray, np.ndarray] | None = None
+        if len(self.values) >= 8 and width <= 64:
+            first, span = int(self.values[0]), int(self.values[-1]) - int(self.values[0])
+            bits = min(len(self.values).bit_length() + 4, BUCKET_BITS)
+            shift = max(0, span.bit_length() - bits)
+            starts = (np.arange((span >> shift) + 1, dtype=np.uint64) << np.uint64(shift)) + np.uint64(first)
+            base = np.searchsorted(self.values, starts, side="right")
+            room = np.uint64((1 << 64) - 1) - starts  # the last bucket must not wrap past 2^64 - 1
+            ends = starts + np.minimum(room, np.uint64((1 << shift) - 1))
+            mixed = np.searchsorted(self.values, ends, side="right") != base
+            self.buckets = (np.uint64(shift), base.astype(np.int32), mixed)
 
     def __len__(self) -> int:
         return len(self.values)
+
+    def count_le(self, values: np.ndarray) -> np.ndarray:
+        """How many known values are ``<=`` each value (``searchsorted(side="right")``), int64.
+
+        The span of the known values is cut into equal buckets: where no known value falls strictly
+        inside a value's bucket, the count is the bucket's; only the rows in the other buckets pay
+        for a binary search.
+        """
+        if self.buckets is None:
+            return np.searchsorted(self.values, values, side="right").astype(np.int64)
+        shift, base, mixed = self.buckets
+        first, last = self.values[0], self.values[-1]
+        b = ((np.minimum(np.maximum(values, first), last) - first) >> shift).astype(np.int64)
+        out = base[b].astype(np.int64)
+        out[values < first] = 0
+        inside = mixed[b] & (values >= first)
+        if inside.any():
+            out[inside] = np.searchsorted(self.values, values[inside], side="right")
+        return out
 
     def rank(self, values: np.ndarray) -> np.ndarray:
         if len(self.values) == 0:
@@ -298,14 +330,14 @@ def _lookup_batch(ct: _CompiledTable, columns: list[np.ndarray]) -> np.ndarray:
         return np.full(n, -1, dtype=np.int64)
     values = columns[ct.interval_idx]
     if ct.dense_segment is not None:
-        pos = np.searchsorted(ct.lo_ranker.values, values, side="right").astype(np.int64)
+        pos = ct.lo_ranker.count_le(values)
         seg = ct.dense_segment[group * (len(ct.lo_ranker) + 1) + pos]
         seg_c = np.maximum(seg, 0)
         return np.where(valid & (seg >= 0) & (values <= ct.seg_hi[seg_c]), ct.entry_of[seg_c], -1)
     if ct.shift is not None:
         key = (group.astype(np.uint64) << np.uint64(ct.shift)) | values.astype(np.uint64)
     else:
-        pos = np.searchsorted(ct.lo_ranker.values, values, side="right").astype(np.int64)
+        pos = ct.lo_ranker.count_le(values)
         key = group * (len(ct.lo_ranker) + 1) + pos
     idx = np.searchsorted(ct.seg_key, key, side="right") - 1
     idx_c = np.maximum(idx, 0)

@@ -72,3 +72,20 @@ def test_vectorised_lookup_equals_literal_p4runtime_lookup(width, path, data) ->
     for s, v, idx in zip(states, queries, got):
         want = lookup(table, entries, [int(s), int(v)])
         assert (entries[idx] if idx >= 0 else None) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([8, 16, 32, 64]), st.data())
+def test_bucketed_count_of_known_values_equals_binary_search(width, data) -> None:
+    top = (1 << width) - 1
+    centre = data.draw(st.integers(0, top))
+    spread = data.draw(st.integers(1, top))
+    near = st.integers(max(0, centre - spread), min(top, centre + spread))
+    known = data.draw(st.lists(st.one_of(near, st.sampled_from([0, top])), min_size=8, max_size=300))
+    edges = sorted({min(top, max(0, v + d)) for v in known for d in (-1, 0, 1)} | {0, top})
+    queries = data.draw(st.lists(st.one_of(near, st.sampled_from(edges)), min_size=1, max_size=60))
+    ranker = model._Ranker(known, width)
+    values = np.array(queries, dtype=np.uint64)
+    assert ranker.buckets is not None or len(set(known)) < 8
+    assert ranker.count_le(values).tolist() == np.searchsorted(np.array(sorted(set(known)), dtype=np.uint64), values,
+                                                               side="right").tolist()
