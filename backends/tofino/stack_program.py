@@ -19,7 +19,10 @@ Control-plane objects (BF Runtime names):
   ``SwitchEgress.p4sub_ingress_port_drops``.
 
 Everything else the program needs (first own label, a port label's bitmap bit, the predictive
-pruning of the port encoding) is ``const entries`` computed here, the same for every switch.
+pruning of the port encoding, the mixed encoding's dispatch on the strategy tag) is ``const
+entries`` computed here, the same for every switch. All four encodings of
+:data:`compiler.delivery.combined.RENDERED_ENCODINGS` are rendered: bitmask and mcgroup take the
+first own label's value as the bitmap (mcgroup: the group id, which is the bitmap).
 What does not map from the v1model program, and why, is said in the program's header comment and
 in docs/delivery.md ("Combined compile", "On Tofino").
 """
@@ -48,7 +51,7 @@ from backends.tofino.layout import plan as plan_layout
 from backends.tofino.program import EGRESS_HEADERS, EGRESS_METADATA, SPEC_START, tna_spec
 from backends.tofino.target import TOFINO1, Target, facts
 from compiler import ir
-from compiler.delivery.combined import DROP_REASONS, RSET_META, CombinedPlan, SwitchPlan, push_args
+from compiler.delivery.combined import DROP_REASONS, MIXED_TAGS, RSET_META, CombinedPlan, SwitchPlan, push_args
 from compiler.delivery.wire import ETH_HEADER
 from compiler.errors import TargetError
 
@@ -60,7 +63,7 @@ STORED_KEY = "p4sub_label[0].value"
 #: Tofino 1's egress parser reads at most this many bytes of a packet (p4c ``specs/parde_spec.h``).
 EGRESS_PARSE_BYTES = 160
 #: The encodings this program renders (combined.RENDERED_ENCODINGS may grow for BMv2 alone).
-RENDERED = ("port", "bitmask")
+RENDERED = ("port", "bitmask", "mcgroup", "mixed")
 
 
 @dataclass(frozen=True)
@@ -161,11 +164,28 @@ def port_rows(value_bits: int, mask_width: int = 16) -> list[tuple[int, int]]:
     return [(p, 1 << (p - 1)) for p in range(1, min(mask_width, (1 << value_bits) - 1) + 1)]
 
 
+def mixed_rows(plan: CombinedPlan) -> list[dict[str, Any]]:
+    """``p4sub_mixed``'s const entries (key: the first own label's value, ternary).
+
+    The v1model program's dispatch as entries: a port-tag value ``p`` in 1 .. 16 sets bit ``p - 1``
+    (:func:`port_rows` on the bits below the tag), a bitmask- or group-tag value takes the bits below
+    the tag as the bitmap (action ``p4sub_mixed_bitmap``); the unused tag and out-of-range ports miss.
+    """
+    shift, value_bits = plan.tag_shift, 8 * plan.value_bytes
+    full, tag_mask = (1 << value_bits) - 1, ((1 << plan.tag_bits) - 1) << shift
+    port = MIXED_TAGS["port"] << shift
+    rows = [{"value": port | p, "mask": full, "action": f"p4sub_mixed_port(16w{b})"}
+            for p, b in port_rows(shift, plan.mask_width)]
+    rows += [{"value": MIXED_TAGS[t] << shift, "mask": tag_mask, "action": "p4sub_mixed_bitmap()"}
+             for t in ("bitmask", "group")]
+    return rows
+
+
 
 def _check(plan: CombinedPlan, sp: SwitchPlan, target: Target) -> None:
     if plan.encoding not in RENDERED:
         raise TargetError(f"{target.name}: no header-stack program for the {plan.encoding} encoding "
-                          f"(the TNA stack program renders {' and '.join(RENDERED)})")
+                          f"(the TNA stack program renders {', '.join(RENDERED)})")
     bad = [g for g, _ in sp.groups if not target.first_group_id <= g < target.multicast_groups]
     if bad:
         raise TargetError(f"{target.name}: switch {sp.name}: port bitmap {bad[0]} is not a multicast group id")
@@ -225,6 +245,8 @@ def program_text(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -
                Member(bits(8), "p4sub_reason")]
     if plan.encoding == "port":
         members += [Member(bits(16), f"p4sub_bit_{i}") for i in range(n)]
+    if plan.encoding == "mixed":
+        members.append(Member(bits(8 * plan.value_bytes), "p4sub_own_value"))
     egress_members = [Member(bits(keep_bits), "p4sub_keep")]
     if plan.encoding == "port":
         egress_members += [Member(bits(1), f"p4sub_at_{i}") for i in range(n)]
@@ -237,7 +259,8 @@ def program_text(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -
         port_rows=port_rows(8 * plan.value_bytes, plan.mask_width), prune_rows=prune_rows(n, keep_bits) if plan.encoding == "port" else [],
         edge=sp.ingress, stored_size=stored_size(sp), stored_key=STORED_KEY, host_port_key=EGRESS_PORT_KEY,
         spec_start=SPEC_START, header_types=[], spec_members=[], parser_states=[], emits=[], stopped=(),
-        first_only=False,
+        first_only=False, tag_bits=plan.tag_bits, tag_shift=plan.tag_shift, tags=MIXED_TAGS,
+        mask_bits=plan.mask_width, mixed_rows=mixed_rows(plan) if plan.encoding == "mixed" else [],
     )
     if sp.ingress:
         extra, pipeline_members = _subscription_context(plan, target)
@@ -295,7 +318,7 @@ def render_stack(plan: CombinedPlan, switch: str, target: Target = TOFINO1) -> d
         "target": target.name, "architecture": "TNA", "mode": "header-stack", "encoding": plan.encoding,
         "switch": sp.name, "switch_id": sp.switch_id, "edge": sp.ingress,
         "controls": {"ingress": target.ingress_control, "egress": target.egress_control},
-        "max_labels": plan.max_labels, "label_bytes": plan.label_bytes,
+        "max_labels": plan.max_labels, "label_bytes": plan.label_bytes, "tag_bits": plan.tag_bits,
         "bridge_bytes": bridge_bytes(plan.max_labels),
         "egress_parse_bytes": bridge_bytes(plan.max_labels) + ETH_HEADER + plan.max_bytes,
         "drop_reasons": list(DROP_REASONS), "recirculations_per_packet": 0, "multicast_groups": len(sp.groups),

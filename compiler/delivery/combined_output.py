@@ -26,7 +26,7 @@ from compiler import ir
 from compiler import rules as ast
 from compiler.compile import CompileOptions
 from compiler.delivery.combined import CombinedPlan, plan_combined, plan_json
-from compiler.errors import P4subError, TargetError
+from compiler.errors import P4subError
 from compiler.spec import Spec
 from compiler.topology import Topology
 from compiler.topology_file import write_topology
@@ -37,11 +37,7 @@ def render_target(plan: CombinedPlan, target: str) -> dict[str, dict[str, str]]:
     if target == "bmv2":
         from backends.bmv2.stack_program import render_stack
     elif target == "tofino":
-        from backends.tofino.stack_program import RENDERED, render_stack
-
-        if plan.encoding not in RENDERED:
-            raise TargetError(f"--target tofino: the TNA stack program renders header-stack:"
-                              f"{' and header-stack:'.join(RENDERED)}, not header-stack:{plan.encoding}")
+        from backends.tofino.stack_program import render_stack
     else:
         raise P4subError(f"--target {target}: no header-stack program for this target")
     return {s: render_stack(plan, s) for s in plan.switches}
