@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = [str(ROOT / "examples/fat-tree-4.topo"), str(ROOT / "examples/fat-tree-4.rules"),
            "--spec", str(ROOT / "apps/itch/itch.p4")]
 # Small enough that some trees fall back to stored trees (so p4sub_stored gets entries).
-FALLBACK_LABELS = {"port": 12, "bitmask": 8}
+FALLBACK_LABELS = {"port": 12, "bitmask": 8, "mcgroup": 8, "mixed": 8}
+ENCODINGS = tuple(FALLBACK_LABELS)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def topo():
     return parse_topology_arg(str(ROOT / "examples/fat-tree-4.topo"))
 
 
-@pytest.fixture(scope="module", params=["port", "bitmask"])
+@pytest.fixture(scope="module", params=ENCODINGS)
 def plan(request, topo):
     rules = read_network_rules(ROOT / "examples/fat-tree-4.rules", topo)
     return plan_combined(topo, rules, read_spec(ROOT / "apps/itch/itch.p4"), request.param, target="tofino",
@@ -255,9 +256,9 @@ def test_port_bit_tables_map_value_p_to_bit_p_minus_1_as_the_v1model_shift_does(
 
 # -- what cannot be rendered ------------------------------------------------------------------------
 
-def test_unrendered_encodings_and_too_deep_egress_parses_are_target_errors(plan):
-    with pytest.raises(TargetError, match="header-stack:port and header-stack:bitmask"):
-        render_target(dataclasses.replace(plan, encoding="mixed"), "tofino")
+def test_unknown_encodings_and_too_deep_egress_parses_are_target_errors(plan):
+    with pytest.raises(TargetError, match="no header-stack program for the tree encoding"):
+        render_target(dataclasses.replace(plan, encoding="tree"), "tofino")
     wide = dataclasses.replace(plan, id_bytes=5, value_bytes=5, max_labels=14, max_bytes=4 + 14 * 10)
     with pytest.raises(TargetError, match="egress would parse"):
         render_stack(wide, "c1")
@@ -266,7 +267,7 @@ def test_unrendered_encodings_and_too_deep_egress_parses_are_target_errors(plan)
 # -- p4test on the program --------------------------------------------------------------------------
 
 @pytest.mark.p4c
-@pytest.mark.parametrize("encoding", ["port", "bitmask"])
+@pytest.mark.parametrize("encoding", ENCODINGS)
 @pytest.mark.parametrize("switch", ["e1_1", "a1_1"])
 def test_p4test_accepts_the_edge_and_transit_programs(topo, encoding, switch, tmp_path):
     include = _tna_include()
@@ -297,6 +298,23 @@ def test_route_cli_writes_a_tna_program_and_bfrt_entries_per_switch(tmp_path, to
 
 # -- the program's decisions against the reference interpreter -------------------------------------
 
+OWN_AT = re.compile(r"action p4sub_own_at_(\d+)\(\) \{\s*meta\.p4sub_index = 8w\d+;\s*hdr\.p4sub_bridge\.pop = 8w(\d+);"
+                    r"\s*hdr\.p4sub_bridge\.keep = (\d+w\w+);\s*([^\n]*)")
+
+
+def mixed_table(text: str) -> tuple[list[tuple[int, int, str, str]], int]:
+    """``p4sub_mixed``'s const entries as (value, mask, action, argument), in order, and the top bit of
+    the value slice ``p4sub_mixed_bitmap`` takes as the bitmap."""
+    body = re.search(r"table p4sub_mixed \{.*?const entries = \{(.*?)\n        \}", text, re.S).group(1)
+    rows = []
+    for line in body.strip().splitlines():
+        key, mask, action, arg = re.fullmatch(r"\s*\d+w(\d+) &&& \d+w(\d+) : (\w+)\((.*)\);", line).groups()
+        rows.append((int(key), int(mask), action, arg))
+    hi = re.search(r"action p4sub_mixed_bitmap\(\) \{\s*meta\.p4sub_mask = \(bit<16>\)meta\.p4sub_own_value\[(\d+):0\];",
+                   text).group(1)
+    return rows, int(hi)
+
+
 class ReadProgram:
     """What one switch's TNA program does with a stack frame, read from its text: the const tables,
     the own-label actions' keep/pop constants, and the plan's installed state (stored trees, groups,
@@ -307,9 +325,26 @@ class ReadProgram:
         self.first_own = const_rows(text, "p4sub_first_own")
         self.prune = const_rows(text, "p4sub_prune") if plan.encoding == "port" else []
         self.port_bit = {int(v): int(b) for v, b in re.findall(r"\d+w(\d+) : p4sub_port_bit_0\(16w(\d+)\);", text)}
-        self.own_at = {int(i): (int(pop), literal_value(keep)) for i, pop, keep in re.findall(
-            r"action p4sub_own_at_(\d+)\(\) \{\s*meta\.p4sub_index = 8w\d+;\s*hdr\.p4sub_bridge\.pop = 8w(\d+);"
-            r"\s*hdr\.p4sub_bridge\.keep = (\d+w\w+);", text)}
+        self.own_at = {int(i): (int(pop), literal_value(keep)) for i, pop, keep, _ in OWN_AT.findall(text)}
+        # What the own-label action does with the label's value: the bitmap (bitmask, mcgroup), the
+        # value for the tag dispatch (mixed), nothing (port: the per-position tables).
+        takes = {re.sub(r"\[\d+\]", "[i]", t) for *_, t in OWN_AT.findall(text)}
+        assert len(takes) == 1 and len(self.own_at) == plan.max_labels
+        self.takes = takes.pop()
+        self.mixed = mixed_table(text) if self.takes == "meta.p4sub_own_value = hdr.p4sub_label[i].value;" else None
+        if self.mixed is not None:
+            assert "p4sub_mixed.apply();" in text
+
+    def label_mask(self, value: int) -> int:
+        """The bitmap the ingress takes from the first own label's value."""
+        if self.takes == "meta.p4sub_mask = (bit<16>)hdr.p4sub_label[i].value;":
+            return value & 0xFFFF
+        assert self.mixed is not None, self.takes
+        rows, slice_hi = self.mixed
+        for key, mask, action, arg in rows:
+            if value & mask == key & mask:
+                return int(arg.split("w")[1]) if action == "p4sub_mixed_port" else value & ((2 << slice_hi) - 1) & 0xFFFF
+        return 0
 
     def process(self, in_port: int, frame: bytes) -> list[tuple[int, bytes]]:
         plan, sp, n = self.plan, self.sp, self.plan.max_labels
@@ -337,7 +372,7 @@ class ReadProgram:
                     if own[i]:
                         mask |= self.port_bit.get(vals[i], 0)
             else:
-                mask = vals[index] & 0xFFFF
+                mask = self.label_mask(vals[index])
         ports = dict(sp.groups).get(mask, ())
         out = []
         for port in ports:
@@ -395,8 +430,61 @@ def test_every_pushed_stack_is_forwarded_as_the_reference_interpreter_forwards_i
 
 
 @pytest.mark.parametrize("encoding", ["mcgroup", "mixed"])
-def test_route_cli_refuses_tofino_for_encodings_without_a_tna_program_before_writing(tmp_path, capsys, encoding):
+def test_route_cli_writes_tna_programs_for_the_group_and_mixed_encodings(tmp_path, topo, encoding):
     out = tmp_path / "out"
-    assert main(["route", *EXAMPLE, "--delivery", f"header-stack:{encoding}", "--target", "tofino", "-o", str(out)]) == 2
-    assert f"renders header-stack:port and header-stack:bitmask, not header-stack:{encoding}" in capsys.readouterr().err
-    assert not out.exists()
+    assert main(["route", *EXAMPLE, "--delivery", f"header-stack:{encoding}", "--target", "tofino", "-o", str(out)]) == 0
+    for switch in topo.switches():
+        info = json.loads((out / switch / INFO).read_text())
+        assert info["encoding"] == encoding and info["tag_bits"] == (2 if encoding == "mixed" else 0)
+    text = (out / "a1_1" / PROGRAM).read_text()
+    assert f"{encoding} labels" in text and ("table p4sub_mixed" in text) == (encoding == "mixed")
+
+
+@pytest.fixture(scope="module")
+def mixed_network(topo):
+    from runtime.stack_sim import StackNetwork
+
+    rules = read_network_rules(ROOT / "examples/fat-tree-4.rules", topo)
+    p = plan_combined(topo, rules, read_spec(ROOT / "apps/itch/itch.p4"), "mixed", target="tofino")
+    return p, StackNetwork(topo, p)
+
+
+def test_program_dispatches_every_mixed_tag_as_the_reference_interpreter(mixed_network):
+    """As tests/backends/bmv2/test_stack_switch.py does on simple_switch: own labels of every tag (the
+    encoder writes port and group labels only), the unused tag 3 and ports 0 and 17, behind a foreign
+    label that reactive pruning must pop, on an aggregation switch."""
+    from collections import Counter
+
+    plan, sim = mixed_network
+    switch = "a1_1"
+    sp = plan.switches[switch]
+    program = ReadProgram(plan, sp, render_stack(plan, switch)[PROGRAM])
+    ports = list(sp.ports)
+    in_port = ports[0]
+    shift, vb = plan.tag_shift, 8 * plan.value_bytes
+    other = plan.switches["c1"].switch_id
+    bit = {p: 1 << (p - 1) for p in ports}
+    cases = [  # (tag, value, copies expected)
+        (0, ports[1], 1), (1, bit[ports[1]] | bit[ports[2]] | bit[ports[3]], 3), (2, bit[ports[1]] | bit[ports[3]], 2),
+        (1, bit[in_port] | bit[ports[2]], 1), (3, bit[ports[1]], 0), (0, 0, 0), (0, 17, 0),
+    ]
+    for tag, value, copies in cases:
+        labels = [(other, 5), (sp.switch_id, tag << shift | value), (other, 9)]
+        raw = b"".join((i << vb | v).to_bytes(plan.label_bytes, "big") for i, v in labels)
+        frame = (bytes.fromhex("020000000002020000000001") + b"\x88\xb5\x08\x00" + len(labels).to_bytes(2, "big")
+                 + raw + bytes(range(30)))
+        drops: Counter = Counter()
+        expected = sim.process(switch, in_port, frame, None, drops)
+        assert len(expected) == copies, (tag, value)
+        assert all(int.from_bytes(f[16:18], "big") == 1 for _, f in expected)  # only (c1, 9) is left
+        if copies == 0 and tag == 3:
+            assert drops == Counter({"no-port": 1})  # the unused tag: no port, counted as such
+        assert sorted(program.process(in_port, frame)) == sorted(expected), (tag, value)
+
+
+def test_mixed_table_gives_every_label_value_the_bitmap_the_reference_interpreter_gives(mixed_network):
+    """Every value of the label's value field, through p4sub_mixed as read from the program text."""
+    plan, sim = mixed_network
+    program = ReadProgram(plan, plan.switches["c1"], render_stack(plan, "c1")[PROGRAM])
+    for value in range(1 << (8 * plan.value_bytes)):
+        assert program.label_mask(value) == sim._label_mask(value), value
