@@ -282,7 +282,7 @@ def test_route_cli_compiles_the_shipped_example_for_bmv2(tmp_path, capsys):
 @pytest.mark.parametrize("extra,message", [
     (["--delivery", "header-stack:mcgroup-split2"], "unknown encoding"),
     (["--delivery", "stacks"], "expected filters or header-stack"),
-    (["--delivery", "header-stack:mixed", "--target", "tofino"], "not header-stack:mixed"),
+    (["--delivery", "header-stack:mixed", "--target", "tofino", "--alpha", "10"], "apply to --delivery filters only"),
 ])
 def test_route_cli_refuses_what_it_cannot_render_before_writing(tmp_path, capsys, extra, message):
     out = tmp_path / "out"
