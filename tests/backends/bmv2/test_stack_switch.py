@@ -24,6 +24,7 @@ from compiler.spec_reader import read_spec
 from compiler.topology import parse_topology_arg
 from runtime.stack_sim import StackNetwork
 from tests.backends.bmv2.switch import Bmv2Switch, tool
+from tests.compiler.delivery.mixed_frames import mixed_tag_frames
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -119,22 +120,10 @@ def test_simple_switch_dispatches_every_mixed_tag_as_the_interpreter(tmp_path):
     plan = plan_combined(topo, rules, read_spec(ROOT / "apps/itch/itch.p4"), "mixed", target="bmv2")
     sim = StackNetwork(topo, plan)
     switch = "a1_1"
-    sp = plan.switches[switch]
-    ports = list(sp.ports)
-    in_port = ports[0]
-    shift, vb = plan.tag_shift, 8 * plan.value_bytes
-    other = plan.switches["c1"].switch_id
-    bit = {p: 1 << (p - 1) for p in ports}
-    cases = [  # (tag, value, copies expected)
-        (0, ports[1], 1), (1, bit[ports[1]] | bit[ports[2]] | bit[ports[3]], 3), (2, bit[ports[1]] | bit[ports[3]], 2),
-        (1, bit[in_port] | bit[ports[2]], 1), (3, bit[ports[1]], 0), (0, 0, 0), (0, 17, 0),
-    ]
+    ports = list(plan.switches[switch].ports)
+    in_port, cases = mixed_tag_frames(plan, switch)
     frames = []
-    for tag, value, copies in cases:
-        labels = [(other, 5), (sp.switch_id, tag << shift | value), (other, 9)]
-        raw = b"".join((i << vb | v).to_bytes(plan.label_bytes, "big") for i, v in labels)
-        frame = (bytes.fromhex("020000000002020000000001") + b"\x88\xb5\x08\x00" + len(labels).to_bytes(2, "big")
-                 + raw + bytes(range(30)))
+    for tag, value, copies, frame in cases:
         expected = sim.process(switch, in_port, frame, None, Counter())
         assert len(expected) == copies, (tag, value)
         assert all(int.from_bytes(f[16:18], "big") == 1 for _, f in expected)  # only (c1, 9) is left

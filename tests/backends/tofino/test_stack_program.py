@@ -23,6 +23,7 @@ from compiler.network_rules import read_network_rules
 from compiler.spec_reader import read_spec
 from compiler.topology import parse_topology_arg
 from tests.backends.tofino.test_program import _tna_include
+from tests.compiler.delivery.mixed_frames import mixed_tag_frames
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = [str(ROOT / "examples/fat-tree-4.topo"), str(ROOT / "examples/fat-tree-4.rules"),
@@ -457,22 +458,9 @@ def test_program_dispatches_every_mixed_tag_as_the_reference_interpreter(mixed_n
 
     plan, sim = mixed_network
     switch = "a1_1"
-    sp = plan.switches[switch]
-    program = ReadProgram(plan, sp, render_stack(plan, switch)[PROGRAM])
-    ports = list(sp.ports)
-    in_port = ports[0]
-    shift, vb = plan.tag_shift, 8 * plan.value_bytes
-    other = plan.switches["c1"].switch_id
-    bit = {p: 1 << (p - 1) for p in ports}
-    cases = [  # (tag, value, copies expected)
-        (0, ports[1], 1), (1, bit[ports[1]] | bit[ports[2]] | bit[ports[3]], 3), (2, bit[ports[1]] | bit[ports[3]], 2),
-        (1, bit[in_port] | bit[ports[2]], 1), (3, bit[ports[1]], 0), (0, 0, 0), (0, 17, 0),
-    ]
-    for tag, value, copies in cases:
-        labels = [(other, 5), (sp.switch_id, tag << shift | value), (other, 9)]
-        raw = b"".join((i << vb | v).to_bytes(plan.label_bytes, "big") for i, v in labels)
-        frame = (bytes.fromhex("020000000002020000000001") + b"\x88\xb5\x08\x00" + len(labels).to_bytes(2, "big")
-                 + raw + bytes(range(30)))
+    program = ReadProgram(plan, plan.switches[switch], render_stack(plan, switch)[PROGRAM])
+    in_port, cases = mixed_tag_frames(plan, switch)
+    for tag, value, copies, frame in cases:
         drops: Counter = Counter()
         expected = sim.process(switch, in_port, frame, None, drops)
         assert len(expected) == copies, (tag, value)
