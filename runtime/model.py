@@ -19,6 +19,7 @@ Each message is one row: a packet with a stack of several messages is several ro
 
 from __future__ import annotations
 
+import functools
 import heapq
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
@@ -106,8 +107,9 @@ def _perfect_hash(values: np.ndarray, seed: int = 1) -> tuple[np.uint64, np.uint
 class _Ranker:
     """Maps values to their index among a sorted set of known values (-1 when unknown).
 
-    Small known values (state ids, codes) get a dense index array, so ranking is one gather
-    instead of a binary search per row.
+    Small known values (state ids, codes) get a dense index array and wide ones with few values a
+    perfect hash, so ranking is a gather instead of a binary search per row; :meth:`count_le`
+    (positions among interval lows) goes through buckets.
     """
 
     def __init__(self, known: Iterable[int], width: int) -> None:
@@ -120,20 +122,25 @@ class _Ranker:
             self.dense[self.values.astype(np.int64)] = np.arange(len(self.values))
         elif 0 < len(self.values) <= HASH_LIMIT and width <= 64:
             self.hashed = _perfect_hash(self.values)
-        self.buckets: tuple[np.uint64, np.ndarray, np.ndarray] | None = None
-        if len(self.values) >= 8 and width <= 64:
-            first, span = int(self.values[0]), int(self.values[-1]) - int(self.values[0])
-            bits = min(len(self.values).bit_length() + 4, BUCKET_BITS)
-            shift = max(0, span.bit_length() - bits)
-            starts = (np.arange((span >> shift) + 1, dtype=np.uint64) << np.uint64(shift)) + np.uint64(first)
-            base = np.searchsorted(self.values, starts, side="right")
-            room = np.uint64((1 << 64) - 1) - starts  # the last bucket must not wrap past 2^64 - 1
-            ends = starts + np.minimum(room, np.uint64((1 << shift) - 1))
-            mixed = np.searchsorted(self.values, ends, side="right") != base
-            self.buckets = (np.uint64(shift), base.astype(np.int32), mixed)
 
     def __len__(self) -> int:
         return len(self.values)
+
+    @functools.cached_property
+    def buckets(self) -> tuple[np.uint64, np.ndarray, np.ndarray] | None:
+        """For :meth:`count_le` (built on first use: most rankers never count): the shift from a
+        value's offset to its bucket, each bucket's count, and whether a known value lies inside it."""
+        if len(self.values) < 8 or self.width > 64:
+            return None
+        first, span = int(self.values[0]), int(self.values[-1]) - int(self.values[0])
+        bits = min(len(self.values).bit_length() + 4, BUCKET_BITS)
+        shift = max(0, span.bit_length() - bits)
+        starts = (np.arange((span >> shift) + 1, dtype=np.uint64) << np.uint64(shift)) + np.uint64(first)
+        base = np.searchsorted(self.values, starts, side="right")
+        room = np.uint64((1 << 64) - 1) - starts  # the last bucket must not wrap past 2^64 - 1
+        ends = starts + np.minimum(room, np.uint64((1 << shift) - 1))
+        mixed = np.searchsorted(self.values, ends, side="right") != base
+        return np.uint64(shift), base.astype(np.int32), mixed
 
     def count_le(self, values: np.ndarray) -> np.ndarray:
         """How many known values are ``<=`` each value (``searchsorted(side="right")``), int64.
