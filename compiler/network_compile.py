@@ -24,10 +24,10 @@ import importlib
 import json
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from compiler import ir
 from compiler import rules as ast
@@ -121,12 +121,14 @@ def compile_network(
     jobs: int | None = None,
     master: str | None = None,
     keep_pipelines: bool = False,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> NetworkResult:
     """Route ``rules`` (host-id network rules) over ``topology`` and compile every switch.
 
     ``jobs``: worker processes (default: CPU count; 1 compiles in this process). ``master``: a
     Spark master URL (``local[2]``, ``spark://...``) to compile on Spark instead. With
     ``keep_pipelines`` (in-process only) the pipelines are returned too, and nothing need be written.
+    ``progress(done, total, label)`` is called as switch compiles finish (not on Spark).
     """
     start = time.perf_counter()
     typed = check_rules(rules, spec, port_bits=HOST_ID_BITS)
@@ -158,10 +160,18 @@ def compile_network(
     elif master:
         results = _on_spark(tasks, master)
     elif (jobs or os.cpu_count() or 1) <= 1 or len(tasks) <= 1:
-        results = [_run_task(t) for t in tasks]
+        results = []
+        for t in tasks:
+            results.append(_run_task(t))
+            _report(progress, len(results), len(tasks), results[-1])
     else:
         with ProcessPoolExecutor(max_workers=jobs or os.cpu_count()) as pool:
-            results = list(pool.map(_run_task, tasks))
+            futures = {pool.submit(_run_task, t): i for i, t in enumerate(tasks)}
+            done: dict[int, dict[str, Any]] = {}
+            for future in as_completed(futures):
+                done[futures[future]] = future.result()
+                _report(progress, len(done), len(tasks), done[futures[future]])
+            results = [done[i] for i in range(len(tasks))]
     errors = [r for r in results if "error" in r]
     if errors:
         raise P4subError("; ".join(f"switch {r['switch']}: {r['error']}" for r in errors[:5]))
@@ -171,6 +181,11 @@ def compile_network(
     if out is not None:
         write_network(Path(out), topology, rules, per_switch, stats, policy, alpha, target)
     return NetworkResult(stats, pipelines)
+
+
+def _report(progress: Callable[[int, int, str], None] | None, done: int, total: int, result: Mapping[str, Any]) -> None:
+    if progress is not None:
+        progress(done, total, f"{done}/{total} switches compiled (last: {result['switch']})")
 
 
 def _on_spark(tasks: list[SwitchTask], master: str) -> list[dict[str, Any]]:

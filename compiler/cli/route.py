@@ -8,6 +8,7 @@ from pathlib import Path
 
 from compiler.approximate import Alpha, parse_alpha
 from compiler.cli import add_command
+from compiler.cli.progress import Progress
 from compiler.compile import CompileOptions, field_order_arg
 from compiler.dnf import DEFAULT_LIMIT
 from compiler.errors import P4subError
@@ -42,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--delivery", default="filters", metavar="filters|header-stack[:port|bitmask|mcgroup|mixed]",
                    help="filters: Camus per-switch filtering (default); header-stack[:E]: the ingress edge evaluates "
                         "the subscriptions and pushes the delivery tree as E labels (default port); see docs/delivery.md")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--max-labels", type=int, help="header-stack: largest stack (default: the target's limit); "
                                                   "deeper trees fall back to stored trees")
     p.set_defaults(func=run)
@@ -71,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     if args.delivery != "filters":
         return run_combined(args, topology, rules, spec, options, target)
     result = compile_network(topology, rules, spec, policy=args.policy, alpha=alpha_from_args(args), options=options,
-                             out_dir=args.out, target=target, jobs=args.jobs, master=args.master)
+                             out_dir=args.out, target=target, jobs=args.jobs, master=args.master,
+                             progress=None if args.quiet else Progress())
     out = Path(args.out)
     (out / "sources.json").write_text(json.dumps({
         "topology": args.topology, "rules": str(Path(args.rules).resolve()), "spec": str(Path(args.spec).resolve()),

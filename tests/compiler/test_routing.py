@@ -213,3 +213,19 @@ def test_compile_network_writes_the_network_directory(tmp_path):
     assert stats == result.stats
     for s in topo.switches():
         assert (tmp_path / s / "pipeline.json").exists() and (tmp_path / s / "rules.sub").exists()
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_route_reports_each_switch_compile_on_stderr_unless_quiet(tmp_path, capsys, jobs) -> None:
+    from pathlib import Path
+
+    from compiler.cli import main
+
+    repo = Path(__file__).resolve().parents[2]
+    args = ["route", str(repo / "examples/fat-tree-4.topo"), str(repo / "examples/fat-tree-4.rules"),
+            "--spec", str(repo / "apps/itch/itch.p4"), "--jobs", jobs]
+    assert main([*args, "-o", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert "20/20 switches compiled" in err and "[100%]" in err
+    assert main([*args, "--quiet", "-o", str(tmp_path / "b")]) == 0
+    assert "switches compiled" not in capsys.readouterr().err
