@@ -17,8 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from apps.itch.messages import AddOrder, encode_message, price_to_raw, stock_int
+from apps.itch.moldudp import encode_mold
+from apps.itch.trace import DEFAULT_ENDPOINTS, DEFAULT_SESSION
+from apps.udp import build_udp_frame
 from backends.bmv2.stack_program import emit_stack
 from compiler.delivery.combined import plan_combined
+from compiler.delivery.wire import ETHERTYPE_STACK
 from compiler.network_rules import read_network_rules
 from compiler.spec_reader import read_spec
 from compiler.topology import parse_topology_arg
@@ -138,3 +143,76 @@ def test_simple_switch_dispatches_every_mixed_tag_as_the_interpreter(tmp_path):
             assert Counter(exchange(sw, tmp_path, ports, in_port, frame)) == Counter(expected)
     finally:
         sw.close()
+
+
+# One Add Order per packet (the edge evaluates the first message only), published from a host of
+# e1_1: h1 subscribes to nothing, h2 subscribes to GOOGL above 120.50 (and to prices above 1000).
+EDGE_ORDERS = [
+    ("h1", "GOOGL", "130.0000", 1000, "B"),   # h2 (local host port) and h12 (another pod)
+    ("h1", "AAPL", "170.0000", 200, "S"),     # h3, h4 (same pod) and h9
+    ("h1", "MSFT", "450.0000", 300, "B"),     # h5, h6, h13
+    ("h1", "NVDA", "950.0000", 2000, "S"),    # h11, h16
+    ("h1", "GOOGL", "1500.0000", 60000, "B"),  # h2, h7, h12, h13, h16: the most receivers
+    ("h2", "GOOGL", "1500.0000", 60000, "S"),  # the same set from h2: its own copy is dropped
+    ("h1", "IBM", "130.0000", 1000, "B"),     # nobody subscribed
+]
+
+
+def itch_frame(sequence: int, stock: str, price: str, shares: int, side: str) -> tuple[bytes, dict[str, int]]:
+    """An Ethernet/IPv4/UDP/MoldUDP64 frame holding one Add Order, and the order's query field values."""
+    order = AddOrder(stock_locate=7, tracking_number=0, timestamp=34_200_000_000_000 + sequence,
+                     order_ref_number=1000 + sequence, buy_sell_indicator=side, shares=shares, stock=stock,
+                     price=price_to_raw(price))
+    payload = encode_mold(DEFAULT_SESSION, sequence, [encode_message(order)])
+    values = {"add_order.stock": stock_int(stock), "add_order.price": order.price,
+              "add_order.shares": shares, "add_order.buy_sell_indicator": ord(side)}
+    return build_udp_frame(payload, DEFAULT_ENDPOINTS, ident=sequence), values
+
+
+@pytest.mark.bmv2
+@pytest.mark.p4c
+@pytest.mark.parametrize("encoding", ["port", "bitmask", "mcgroup", "mixed"])
+def test_simple_switch_edge_filters_itch_and_pushes_as_the_interpreter(encoding, tmp_path):
+    """An ingress edge switch gets real ITCH frames from its hosts: it must evaluate the subscriptions,
+    push the receiver set's stack and process its own labels in one pass, sending exactly the
+    interpreter's copies (pruned stacks up, the publisher's frame to local subscribers), and
+    nothing at all for an order nobody subscribed to."""
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    topo = parse_topology_arg(str(ROOT / "examples/fat-tree-4.topo"))
+    rules = read_network_rules(ROOT / "examples/fat-tree-4.rules", topo)
+    plan = plan_combined(topo, rules, read_spec(ROOT / "apps/itch/itch.p4"), encoding, target="bmv2")
+    sim = StackNetwork(topo, plan)
+    switch = "e1_1"
+    cases = []
+    for seq, (publisher, stock, price, shares, side) in enumerate(EDGE_ORDERS, start=1):
+        attached, in_port = topo.host_attachment(publisher)
+        assert attached == switch
+        frame, values = itch_frame(seq, stock, price, shares, side)
+        drops = Counter()
+        cases.append((in_port, frame, sim.process(switch, in_port, frame, values, drops), drops))
+    ports = list(topo.ports(switch))
+    host_ports = set(plan.switches[switch].host_ports)
+    # The cases cover what the brief of this test promises: a local subscriber, copies up, a drop.
+    assert any(p in host_ports for _, _, out, _ in cases for p, _ in out)
+    assert any(p not in host_ports for _, _, out, _ in cases for p, _ in out)
+    assert [d["no-subscriber"] for *_, d in cases] == [0] * (len(cases) - 1) + [1]
+    assert cases[-2][3]["ingress-port"] == 1
+    emit_stack(plan, switch, tmp_path)
+    subprocess.run([tool("p4c-bm2-ss"), "-o", str(tmp_path / "program.json"), str(tmp_path / "program.p4")],
+                   check=True, capture_output=True, timeout=300)
+    sw = Bmv2Switch(ports, tmp_path, program_json=tmp_path / "program.json", thrift_port=9094)
+    try:
+        sw.cli((tmp_path / "commands.txt").read_text())
+        for in_port, frame, expected, _ in cases:
+            got = exchange(sw, tmp_path, ports, in_port, frame)
+            assert Counter(got) == Counter(expected), (in_port, frame.hex())
+    finally:
+        sw.close()
+    for in_port, frame, expected, _ in cases:
+        for port, copy in expected:
+            if port in host_ports:
+                assert copy == frame, "a local subscriber gets the publisher's frame byte for byte"
+            else:
+                assert copy[12:14] == ETHERTYPE_STACK.to_bytes(2, "big") and copy.endswith(frame[14:])
