@@ -4,12 +4,15 @@ A publication from h1 on the shipped fat-tree example is followed through the in
 core, an aggregation and a remote edge switch (where the stack is stripped for the hosts) the frame
 the switch receives is sent into a real simple_switch loaded with that switch's program and
 ``commands.txt``, and what comes out on every port must equal the interpreter's copies byte for byte.
+The ingress edge e1_1 is fed real ITCH frames (Ethernet/IPv4/UDP/MoldUDP64, one Add Order each)
+from its hosts: filter, push and own-label processing in one pass, against the same interpreter.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter, deque
@@ -22,7 +25,7 @@ from apps.itch.moldudp import encode_mold
 from apps.itch.trace import DEFAULT_ENDPOINTS, DEFAULT_SESSION
 from apps.udp import build_udp_frame
 from backends.bmv2.stack_program import emit_stack
-from compiler.delivery.combined import plan_combined
+from compiler.delivery.combined import DROP_REASONS, plan_combined
 from compiler.delivery.wire import ETHERTYPE_STACK
 from compiler.network_rules import read_network_rules
 from compiler.spec_reader import read_spec
@@ -169,6 +172,17 @@ def itch_frame(sequence: int, stock: str, price: str, shares: int, side: str) ->
     return build_udp_frame(payload, DEFAULT_ENDPOINTS, ident=sequence), values
 
 
+def drop_counters(sw: Bmv2Switch) -> Counter:
+    """The program's drop counters, packets per reason: ``MyIngress.p4sub_drops`` at the reason's
+    index in ``DROP_REASONS``, except ingress-port, which egress counts in its own counter."""
+    reasons = [r for r in DROP_REASONS if r != "ingress-port"]
+    reads = [f"counter_read MyIngress.p4sub_drops {DROP_REASONS.index(r)}" for r in reasons]
+    out = sw.cli("\n".join(reads + ["counter_read MyEgress.p4sub_ingress_port_drops 0"]) + "\n")
+    packets = [int(n) for n in re.findall(r"(\d+) packets", out)]
+    assert len(packets) == len(reasons) + 1, out
+    return +Counter(dict(zip(reasons + ["ingress-port"], packets)))
+
+
 @pytest.mark.bmv2
 @pytest.mark.p4c
 @pytest.mark.parametrize("encoding", ["port", "bitmask", "mcgroup", "mixed"])
@@ -208,8 +222,10 @@ def test_simple_switch_edge_filters_itch_and_pushes_as_the_interpreter(encoding,
         for in_port, frame, expected, _ in cases:
             got = exchange(sw, tmp_path, ports, in_port, frame)
             assert Counter(got) == Counter(expected), (in_port, frame.hex())
+        counted = drop_counters(sw)
     finally:
         sw.close()
+    assert counted == +sum((d for *_, d in cases), Counter())
     for in_port, frame, expected, _ in cases:
         for port, copy in expected:
             if port in host_ports:
