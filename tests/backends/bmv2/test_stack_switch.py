@@ -232,3 +232,4 @@ def test_simple_switch_edge_filters_itch_and_pushes_as_the_interpreter(encoding,
                 assert copy == frame, "a local subscriber gets the publisher's frame byte for byte"
             else:
                 assert copy[12:14] == ETHERTYPE_STACK.to_bytes(2, "big") and copy.endswith(frame[14:])
+                assert int.from_bytes(copy[16:18], "big") > 0, "the next switches' labels stay on the stack"
