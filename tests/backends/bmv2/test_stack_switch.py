@@ -25,11 +25,11 @@ from apps.itch.moldudp import encode_mold
 from apps.itch.trace import DEFAULT_ENDPOINTS, DEFAULT_SESSION
 from apps.udp import build_udp_frame
 from backends.bmv2.stack_program import emit_stack
-from compiler.delivery.combined import DROP_REASONS, plan_combined
+from compiler.delivery.combined import DROP_REASONS, CombinedPlan, plan_combined
 from compiler.delivery.wire import ETHERTYPE_STACK
 from compiler.network_rules import read_network_rules
 from compiler.spec_reader import read_spec
-from compiler.topology import parse_topology_arg
+from compiler.topology import Topology, parse_topology_arg
 from runtime.stack_sim import StackNetwork
 from tests.backends.bmv2.switch import Bmv2Switch, tool
 from tests.compiler.delivery.mixed_frames import mixed_tag_frames
@@ -74,18 +74,23 @@ def exchange(sw: Bmv2Switch, tmp_path: Path, ports: list[int], in_port: int, fra
     return [(p, f) for p, f in got if not (p == in_port and f == frame)]  # our own transmission
 
 
-@pytest.mark.bmv2
-@pytest.mark.p4c
-@pytest.mark.parametrize("encoding,prefix", [("port", "c"), ("port", "a"), ("bitmask", "c"), ("bitmask", "e"),
-                                             ("mcgroup", "a"), ("mcgroup", "e"), ("mixed", "c"), ("mixed", "e")])
-def test_simple_switch_forwards_prunes_and_strips_as_the_interpreter(encoding, prefix, tmp_path):
+def example_network(encoding: str) -> tuple[Topology, CombinedPlan, StackNetwork]:
+    """The shipped fat tree's combined plan for BMv2 and its interpreter; skips without the tools."""
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
     topo = parse_topology_arg(str(ROOT / "examples/fat-tree-4.topo"))
     rules = read_network_rules(ROOT / "examples/fat-tree-4.rules", topo)
     plan = plan_combined(topo, rules, read_spec(ROOT / "apps/itch/itch.p4"), encoding, target="bmv2")
-    sim = StackNetwork(topo, plan)
+    return topo, plan, StackNetwork(topo, plan)
+
+
+@pytest.mark.bmv2
+@pytest.mark.p4c
+@pytest.mark.parametrize("encoding,prefix", [("port", "c"), ("port", "a"), ("bitmask", "c"), ("bitmask", "e"),
+                                             ("mcgroup", "a"), ("mcgroup", "e"), ("mixed", "c"), ("mixed", "e")])
+def test_simple_switch_forwards_prunes_and_strips_as_the_interpreter(encoding, prefix, tmp_path):
+    topo, plan, sim = example_network(encoding)
     rsid = max(plan.receiver_sets, key=lambda r: len(r.hosts)).rsid
     original = bytes.fromhex("020000000002020000000001") + b"\x08\x00" + bytes(range(40))
     queue = deque([("e1_1", topo.host_attachment("h1")[1], sim.push_frame("e1_1", original, rsid))])
@@ -120,13 +125,7 @@ def test_simple_switch_forwards_prunes_and_strips_as_the_interpreter(encoding, p
 def test_simple_switch_dispatches_every_mixed_tag_as_the_interpreter(tmp_path):
     """Own labels of every tag (the encoder writes port and group labels only), an unused tag and
     out-of-range ports, behind a foreign label that reactive pruning must pop, on an aggregation switch."""
-    reason = skip_reason()
-    if reason:
-        pytest.skip(reason)
-    topo = parse_topology_arg(str(ROOT / "examples/fat-tree-4.topo"))
-    rules = read_network_rules(ROOT / "examples/fat-tree-4.rules", topo)
-    plan = plan_combined(topo, rules, read_spec(ROOT / "apps/itch/itch.p4"), "mixed", target="bmv2")
-    sim = StackNetwork(topo, plan)
+    topo, plan, sim = example_network("mixed")
     switch = "a1_1"
     ports = list(plan.switches[switch].ports)
     in_port, cases = mixed_tag_frames(plan, switch)
@@ -191,13 +190,7 @@ def test_simple_switch_edge_filters_itch_and_pushes_as_the_interpreter(encoding,
     push the receiver set's stack and process its own labels in one pass, sending exactly the
     interpreter's copies (pruned stacks up, the publisher's frame to local subscribers), and
     nothing at all for an order nobody subscribed to."""
-    reason = skip_reason()
-    if reason:
-        pytest.skip(reason)
-    topo = parse_topology_arg(str(ROOT / "examples/fat-tree-4.topo"))
-    rules = read_network_rules(ROOT / "examples/fat-tree-4.rules", topo)
-    plan = plan_combined(topo, rules, read_spec(ROOT / "apps/itch/itch.p4"), encoding, target="bmv2")
-    sim = StackNetwork(topo, plan)
+    topo, plan, sim = example_network(encoding)
     switch = "e1_1"
     cases = []
     for seq, (publisher, stock, price, shares, side) in enumerate(EDGE_ORDERS, start=1):
