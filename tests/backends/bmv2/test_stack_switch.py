@@ -85,6 +85,20 @@ def example_network(encoding: str) -> tuple[Topology, CombinedPlan, StackNetwork
     return topo, plan, StackNetwork(topo, plan)
 
 
+def loaded_switch(plan: CombinedPlan, switch: str, ports: list[int], tmp_path: Path, thrift_port: int) -> Bmv2Switch:
+    """``switch``'s stack program built with p4c-bm2-ss, running on simple_switch with its commands.txt."""
+    emit_stack(plan, switch, tmp_path)
+    subprocess.run([tool("p4c-bm2-ss"), "-o", str(tmp_path / "program.json"), str(tmp_path / "program.p4")],
+                   check=True, capture_output=True, timeout=300)
+    sw = Bmv2Switch(ports, tmp_path, program_json=tmp_path / "program.json", thrift_port=thrift_port)
+    try:
+        sw.cli((tmp_path / "commands.txt").read_text())
+    except BaseException:
+        sw.close()
+        raise
+    return sw
+
+
 @pytest.mark.bmv2
 @pytest.mark.p4c
 @pytest.mark.parametrize("encoding,prefix", [("port", "c"), ("port", "a"), ("bitmask", "c"), ("bitmask", "e"),
@@ -105,13 +119,9 @@ def test_simple_switch_forwards_prunes_and_strips_as_the_interpreter(encoding, p
                 queue.append((peer, peer_port, copy))
     switch, in_port, frame, expected = next(v for v in visits if v[0].startswith(prefix) and v[0] != "e1_1")
     assert expected
-    emit_stack(plan, switch, tmp_path)
-    subprocess.run([tool("p4c-bm2-ss"), "-o", str(tmp_path / "program.json"), str(tmp_path / "program.p4")],
-                   check=True, capture_output=True, timeout=300)
     ports = list(topo.ports(switch))
-    sw = Bmv2Switch(ports, tmp_path, program_json=tmp_path / "program.json", thrift_port=9093)
+    sw = loaded_switch(plan, switch, ports, tmp_path, thrift_port=9093)
     try:
-        sw.cli((tmp_path / "commands.txt").read_text())
         got = exchange(sw, tmp_path, ports, in_port, frame)
     finally:
         sw.close()
@@ -135,12 +145,8 @@ def test_simple_switch_dispatches_every_mixed_tag_as_the_interpreter(tmp_path):
         assert len(expected) == copies, (tag, value)
         assert all(int.from_bytes(f[16:18], "big") == 1 for _, f in expected)  # only (c1, 9) is left
         frames.append((frame, expected))
-    emit_stack(plan, switch, tmp_path)
-    subprocess.run([tool("p4c-bm2-ss"), "-o", str(tmp_path / "program.json"), str(tmp_path / "program.p4")],
-                   check=True, capture_output=True, timeout=300)
-    sw = Bmv2Switch(ports, tmp_path, program_json=tmp_path / "program.json", thrift_port=9093)
+    sw = loaded_switch(plan, switch, ports, tmp_path, thrift_port=9093)
     try:
-        sw.cli((tmp_path / "commands.txt").read_text())
         for frame, expected in frames:
             assert Counter(exchange(sw, tmp_path, ports, in_port, frame)) == Counter(expected)
     finally:
@@ -201,17 +207,13 @@ def test_simple_switch_edge_filters_itch_and_pushes_as_the_interpreter(encoding,
         cases.append((in_port, frame, sim.process(switch, in_port, frame, values, drops), drops))
     ports = list(topo.ports(switch))
     host_ports = set(plan.switches[switch].host_ports)
-    # The cases cover what the brief of this test promises: a local subscriber, copies up, a drop.
+    # The cases cover what the docstring promises: a local subscriber, copies up, drops.
     assert any(p in host_ports for _, _, out, _ in cases for p, _ in out)
     assert any(p not in host_ports for _, _, out, _ in cases for p, _ in out)
     assert [d["no-subscriber"] for *_, d in cases] == [0] * (len(cases) - 1) + [1]
     assert cases[-2][3]["ingress-port"] == 1
-    emit_stack(plan, switch, tmp_path)
-    subprocess.run([tool("p4c-bm2-ss"), "-o", str(tmp_path / "program.json"), str(tmp_path / "program.p4")],
-                   check=True, capture_output=True, timeout=300)
-    sw = Bmv2Switch(ports, tmp_path, program_json=tmp_path / "program.json", thrift_port=9094)
+    sw = loaded_switch(plan, switch, ports, tmp_path, thrift_port=9094)
     try:
-        sw.cli((tmp_path / "commands.txt").read_text())
         for in_port, frame, expected, _ in cases:
             got = exchange(sw, tmp_path, ports, in_port, frame)
             assert Counter(got) == Counter(expected), (in_port, frame.hex())
