@@ -246,6 +246,7 @@ class _Run:
         self.p = pipeline
         self.tables = {t.name: t for t in pipeline.tables}
         self.actions = {a.name: a for a in pipeline.actions}
+        self.params = {a.name: {p.name: i for i, p in enumerate(a.params)} for a in pipeline.actions}
         self.groups = {g.id: g.ports for g in pipeline.multicast_groups}
         self.meta = tuple(m.name for m in pipeline.metadata)
         # table -> values of its exact metadata keys -> the entries with those values (a metadata key
@@ -256,6 +257,10 @@ class _Run:
             meta_key = tuple(m.value for k, m in zip(keys, e.matches) if self._exact_meta(k))
             self.by_meta[e.table].setdefault(meta_key, []).append(e)
         self.match_memo: dict = {}
+        # per table: metadata keys matched other than exactly (by position), and whether it is LPM
+        self.other_meta = {t.name: [(i, k) for i, k in enumerate(t.keys)
+                                    if k.field.startswith("meta.") and not self._exact_meta(k)] for t in pipeline.tables}
+        self.lpm = {t.name: any(k.match_kind == "lpm" for k in t.keys) for t in pipeline.tables}
 
     @staticmethod
     def _exact_meta(k: ir.Key) -> bool:
@@ -281,14 +286,13 @@ class _Run:
         table = self.tables[name]
         meta_values = dict(zip(self.meta, valuation[0]))
         candidates = self.by_meta[name].get(tuple(meta_values[k.field] for k in table.keys if self._exact_meta(k)), [])
-        other_meta = [(i, k) for i, k in enumerate(table.keys) if k.field.startswith("meta.") and not self._exact_meta(k)]
+        other_meta = self.other_meta[name]
         if other_meta:
             candidates = [e for e in candidates
                           if all(any(lo <= meta_values[k.field] <= hi for lo, hi in match_intervals(e.matches[i], k.width, name))
                                  for i, k in other_meta)]
-        lpm = any(k.match_kind == "lpm" for k in table.keys)
         order = sorted(candidates, key=lambda e: -max((m.prefix_len for m in e.matches if isinstance(m, ir.Lpm)),
-                                                        default=0)) if lpm else sorted(candidates, key=lambda e: -e.priority)
+                                                        default=0)) if self.lpm[name] else sorted(candidates, key=lambda e: -e.priority)
         remaining = reach
         for e in order:
             if remaining == self.enc.bdd.false:
@@ -319,7 +323,7 @@ class _Run:
         meta, port, group, dropped, calls = valuation
         meta = list(meta)
         a = self.actions.get(action)
-        params = {p.name: i for i, p in enumerate(a.params)} if a else {}
+        params = self.params.get(action, {})
         for prim in a.body if a else ():
             if prim.op == "set_meta":
                 meta[self.meta.index(prim.args[0])] = args[params[prim.args[1]]]
