@@ -10,6 +10,15 @@ child is not created; (iii) a test implied or contradicted by the path cannot oc
 is split at most once per path and each edge's interval already carries the path's constraint.
 Leaves are :class:`~compiler.dnf.ActionSet` s (multi-terminal).
 
+**Outputs on edges** (``emit=True``). A leaf that is a *set* of actions multiplies the outcomes of
+independent attributes: ``a > 5: fwd(1)`` and ``b > 7: fwd(2)`` in one diagram need a node per
+combination of what has already matched. When the ports a packet gets are a union that can be
+built up along the way (a port bitmap ORed by each table), a rule whose constraints are all decided
+does not need to be carried to a leaf: its ports are *emitted* on the edge that decides it, and the
+nodes below only remember the rules still undecided. Thirty one-constraint rules over ten attributes
+then need one node per attribute instead of one per combination. Calls of user actions still go to
+leaves (their conflicts are decided per leaf).
+
 Construction sweeps each field's interval endpoints once per node and memoises children on the
 *set* of rule residuals still alive, identified by an order-independent 128-bit sum of random keys
 that is updated as the sweep enters and leaves intervals, so a set is only built when it is new.
@@ -38,6 +47,12 @@ class Node:
 
     level: int
     edges: tuple[Edge, ...]
+    emits: tuple[int, ...] = ()  # with outputs on edges: per edge, an index into Diagram.emissions
+
+
+def edge_count(diagram: "Diagram") -> int:
+    """Edges of the reachable diagram: about the entries its tables need (the search's cost)."""
+    return sum(len(diagram.nodes[n].edges) for n in diagram.reachable() if n in diagram.nodes)
 
 
 @dataclass
@@ -48,6 +63,9 @@ class Diagram:
     nodes: dict[int, Node] = field(default_factory=dict)
     leaves: dict[int, ActionSet] = field(default_factory=dict)
     root: int = -1
+    # Outputs on edges: port sets emitted on edges (index 0 is the empty set).
+    emit: bool = False
+    emissions: list[frozenset[int]] = field(default_factory=lambda: [frozenset()])
 
     @property
     def field_names(self) -> list[str]:
@@ -57,6 +75,9 @@ class Diagram:
         return node in self.leaves
 
     def child(self, node: int, value: int) -> int:
+        return self.nodes[node].edges[self.edge_index(node, value)][2]
+
+    def edge_index(self, node: int, value: int) -> int:
         edges = self.nodes[node].edges
         lo, hi = 0, len(edges) - 1
         while lo < hi:
@@ -65,15 +86,20 @@ class Diagram:
                 lo = mid
             else:
                 hi = mid - 1
-        return edges[lo][2]
+        return lo
 
     def evaluate(self, values: dict[str, int]) -> ActionSet:
-        """Follow one packet (attribute name -> integer value) to its leaf."""
+        """Follow one packet (attribute name -> integer value) to its leaf; the union of what it
+        gets there and on the way (outputs on edges)."""
         node = self.root
+        ports: set[int] = set()
         while node not in self.leaves:
             n = self.nodes[node]
-            node = self.child(node, values[self.fields[n.level].name])
-        return self.leaves[node]
+            i = self.edge_index(node, values[self.fields[n.level].name])
+            if n.emits:
+                ports |= self.emissions[n.emits[i]]
+            node = n.edges[i][2]
+        return self.leaves[node] | ActionSet(frozenset(ports)) if ports else self.leaves[node]
 
     def reachable(self) -> list[int]:
         """Node and leaf ids reachable from the root, in breadth-first order by level (root first)."""
@@ -93,14 +119,18 @@ class Diagram:
         return inner + [n for n in order if n in self.leaves]
 
     def path_count(self) -> int:
-        """Root-to-leaf paths ending in a non-empty leaf: the size of the one-big-table baseline (Fig. 12)."""
-        memo: dict[int, int] = {}
+        """Root-to-leaf paths that give the packet something: the size of the one-big-table baseline (Fig. 12)."""
+        useful: dict[int, int] = {}
+        total: dict[int, int] = {}
         for node in reversed(self.reachable()):
             if node in self.leaves:
-                memo[node] = 0 if self.leaves[node].is_empty else 1
+                useful[node], total[node] = (0 if self.leaves[node].is_empty else 1), 1
             else:
-                memo[node] = sum(memo[c] for _, _, c in self.nodes[node].edges)
-        return memo[self.root]
+                n = self.nodes[node]
+                emits = n.emits or (0,) * len(n.edges)
+                useful[node] = sum(total[c] if e else useful[c] for (_, _, c), e in zip(n.edges, emits))
+                total[node] = sum(total[c] for _, _, c in n.edges)
+        return useful[self.root]
 
 
 def default_field_order(cubes: Sequence[Cube], fields: dict[str, QueryField]) -> list[str]:
@@ -123,15 +153,38 @@ def default_field_order(cubes: Sequence[Cube], fields: dict[str, QueryField]) ->
 
 
 def build(typed: TypedRules, *, field_order: Sequence[str] | None = None, dnf_limit: int = DEFAULT_LIMIT,
-          seed: int = 0) -> Diagram:
-    """Compile checked rules into a reduced ordered diagram."""
+          seed: int = 0, emit: bool = False, rules: Sequence[int] | None = None, max_edges: int | None = None) -> Diagram:
+    """Compile checked rules into a reduced ordered diagram.
+
+    ``emit``: ports on edges (see the module docstring). ``rules``: indexes of the rules to compile
+    (a lane), all by default.
+    """
+    return build_cubes(rule_cubes(typed, dnf_limit, rules), typed.fields, field_order=field_order, seed=seed, emit=emit,
+                       max_edges=max_edges)
+
+
+def rule_cubes(typed: TypedRules, dnf_limit: int = DEFAULT_LIMIT,
+               rules: Sequence[int] | None = None) -> list[tuple[Cube, tuple]]:
+    """Each rule's DNF cubes with its atomic actions (the input of :func:`build_cubes`)."""
     cubes: list[tuple[Cube, tuple]] = []
-    for rule in typed.rules:
+    all_rules = typed.rules.rules
+    for i in (range(len(all_rules)) if rules is None else rules):
+        rule = all_rules[i]
         actions = _atomic_actions(rule)
         for cube in to_dnf(rule, typed.fields, dnf_limit):
             cubes.append((cube, actions))
-    order = _resolve_order(field_order, [c for c, _ in cubes], typed.fields)
-    return _Builder([typed.fields[n] for n in order], seed).run(cubes)
+    return cubes
+
+
+class DiagramTooLarge(CompileError):
+    """Raised when a diagram passes ``max_edges`` edges (a search abandons that candidate)."""
+
+
+def build_cubes(cubes: list[tuple[Cube, tuple]], fields: dict[str, QueryField], *,
+                field_order: Sequence[str] | None = None, seed: int = 0, emit: bool = False,
+                max_edges: int | None = None) -> Diagram:
+    order = _resolve_order(field_order, [c for c, _ in cubes], fields)
+    return _Builder([fields[n] for n in order], seed, emit, max_edges).run(cubes)
 
 
 def _atomic_actions(rule) -> tuple:
@@ -154,20 +207,29 @@ def _resolve_order(field_order: Sequence[str] | None, cubes: list[Cube], fields:
     if unknown:
         raise CompileError(f"--field-order names {', '.join(unknown)}, which no rule tests "
                            f"(fields tested: {', '.join(fields) or 'none'})")
-    return list(field_order) + [f for f in auto if f not in field_order]
+    used = set(auto)  # a lane tests only some fields: the order keeps those
+    return [f for f in field_order if f in used] + [f for f in auto if f not in field_order]
 
 
 class _Builder:
-    def __init__(self, fields: list[QueryField], seed: int) -> None:
+    def __init__(self, fields: list[QueryField], seed: int, emit: bool = False, max_edges: int | None = None) -> None:
+        self.max_edges = max_edges
+        self.edge_count = 0
         self.fields = fields
         self.levels = len(fields)
-        self.diagram = Diagram(fields)
+        self.emit = emit
+        self.diagram = Diagram(fields, emit=emit)
+        self._emission_ids: dict[frozenset[int], int] = {frozenset(): 0}
+        self._emission_memo: dict[tuple[int, int], int] = {}
         self._unique: dict[object, int] = {}
         self._rng = random.Random(seed)
         # Per level: residual (constraint at this level, ids of next-level objects) and its random key.
         self._residuals: list[dict[tuple, int]] = [dict() for _ in range(self.levels)]
         self._res_cons: list[list[IntervalSet | None]] = [[] for _ in range(self.levels)]
         self._res_next: list[list[tuple[int, ...]]] = [[] for _ in range(self.levels)]
+        # With outputs on edges: per level, the ports of each object that is decided (no constraint
+        # left below it, port actions only), else None. Level ``levels`` holds the action items.
+        self._pure: list[list[tuple[int, ...] | None]] = [[] for _ in range(self.levels + 1)]
         self._keys: list[list[int]] = []
         self._memo: list[dict[tuple[int, int], int]] = [dict() for _ in range(self.levels + 1)]
         self._items: dict[object, int] = {}
@@ -180,6 +242,7 @@ class _Builder:
         if idx is None:
             idx = self._items[item] = len(self._item_values)
             self._item_values.append(item)
+            self._pure[self.levels].append((item[1],) if item[0] == "port" else None)
         return idx
 
     def _residual(self, level: int, cube: dict[str, IntervalSet], items: tuple[int, ...]) -> tuple[int, ...]:
@@ -194,6 +257,9 @@ class _Builder:
             idx = self._residuals[level][key] = len(self._res_cons[level])
             self._res_cons[level].append(cons)
             self._res_next[level].append(nxt)
+            below = [self._pure[level + 1][o] for o in nxt]
+            decided = (cons is None or cons.is_full) and all(b is not None for b in below)
+            self._pure[level].append(tuple(sorted({p for b in below for p in b})) if decided else None)
         return (idx,)
 
     def _draw_keys(self) -> None:
@@ -212,22 +278,43 @@ class _Builder:
             self.diagram.leaves[node] = actions
         return node
 
-    def _node(self, level: int, edges: list[Edge]) -> int:
+    def _node(self, level: int, edges: list[Edge], emits: list[int] | None = None) -> int:
         merged: list[list[int]] = []
-        for lo, hi, child in edges:
-            if merged and merged[-1][2] == child:
+        for i, (lo, hi, child) in enumerate(edges):
+            e = emits[i] if emits else 0
+            if merged and merged[-1][2] == child and merged[-1][3] == e:
                 merged[-1][1] = hi
             else:
-                merged.append([lo, hi, child])
-        if len(merged) == 1:
-            return merged[0][2]  # reduction (ii)
-        node_edges = tuple((a, b, c) for a, b, c in merged)
-        key = (level, node_edges)
+                merged.append([lo, hi, child, e])
+        if len(merged) == 1 and merged[0][3] == 0:
+            return merged[0][2]  # reduction (ii); a node that emits is kept, or its outputs would be lost
+        node_edges = tuple((a, b, c) for a, b, c, _ in merged)
+        node_emits = tuple(e for _, _, _, e in merged) if self.emit else ()
+        key = (level, node_edges, node_emits)
         node = self._unique.get(key)
         if node is None:  # reduction (i)
             node = self._unique[key] = len(self._unique)
-            self.diagram.nodes[node] = Node(level, node_edges)
+            self.diagram.nodes[node] = Node(level, node_edges, node_emits)
+            self.edge_count += len(node_edges)
+            if self.max_edges is not None and self.edge_count > self.max_edges:
+                raise DiagramTooLarge(f"the diagram passed {self.max_edges} edges")
         return node
+
+    def _emission(self, level: int, decided: dict[int, int], esum: int) -> int:
+        """The id of the port set that the decided objects of ``level`` (counts by id) give."""
+        if not decided:
+            return 0
+        key = (len(decided), esum)
+        found = self._emission_memo.get(key)
+        if found is None:
+            pure = self._pure[level]
+            ports = frozenset(p for o in decided for p in pure[o])
+            found = self._emission_ids.get(ports)
+            if found is None:
+                found = self._emission_ids[ports] = len(self.diagram.emissions)
+                self.diagram.emissions.append(ports)
+            self._emission_memo[key] = found
+        return found
 
     # -- construction ------------------------------------------------------------------------
     def run(self, cubes: list[tuple[Cube, tuple]]) -> Diagram:
@@ -263,27 +350,39 @@ class _Builder:
             return self._build(self.levels, objs, 0)
         cons, nxt = self._res_cons[level], self._res_next[level]
         top = (1 << self.fields[level].width) - 1
-        counts: dict[int, int] = {}
-        hsum = 0
+        pure = self._pure[level + 1] if self.emit else None
+        counts: dict[int, int] = {}  # undecided objects of the next level (they make the child)
+        decided: dict[int, int] = {}  # decided ones (emitted on the edge)
+        sums = [0, 0]  # hash sums of counts and decided
         events: list[tuple[int, int, int]] = []
         keys = self._keys[level + 1]
+
+        def enter(o: int, delta: int) -> None:
+            side, which = (decided, 1) if pure is not None and pure[o] is not None else (counts, 0)
+            n = side.get(o, 0) + delta
+            if n == 0:
+                del side[o]
+                sums[which] -= keys[o]
+            else:
+                if n == 1 and delta == 1:
+                    sums[which] += keys[o]
+                side[o] = n
+
         for r in objs:
             c = cons[r]
             if c is None or c.is_full:
                 for o in nxt[r]:
-                    n = counts.get(o, 0)
-                    if n == 0:
-                        hsum += keys[o]
-                    counts[o] = n + 1
+                    enter(o, 1)
             else:
                 for lo, hi in c.intervals:
                     events.append((lo, 1, r))
                     if hi < top:
                         events.append((hi + 1, -1, r))
-        if not events:
-            return self._build(level + 1, frozenset(counts), hsum)
+        if not events and not decided:
+            return self._build(level + 1, frozenset(counts), sums[0])
         events.sort()
         edges: list[Edge] = []
+        emits: list[int] = []
         pos, i, n_events = 0, 0, len(events)
         memo = self._memo[level + 1]
         while pos <= top:
@@ -291,33 +390,29 @@ class _Builder:
                 _, delta, r = events[i]
                 i += 1
                 for o in nxt[r]:
-                    n = counts.get(o, 0) + delta
-                    if n == 0:
-                        del counts[o]
-                        hsum -= keys[o]
-                    else:
-                        if n == 1 and delta == 1:
-                            hsum += keys[o]
-                        counts[o] = n
+                    enter(o, delta)
             end = events[i][0] - 1 if i < n_events else top
-            child = memo.get((len(counts), hsum))
+            child = memo.get((len(counts), sums[0]))
             if child is None:
-                child = self._build(level + 1, frozenset(counts), hsum)
+                child = self._build(level + 1, frozenset(counts), sums[0])
             edges.append((pos, end, child))
+            emits.append(self._emission(level + 1, decided, sums[1]) if decided else 0)
             pos = end + 1
-        return self._node(level, edges)
+        return self._node(level, edges, emits if self.emit else None)
 
 
 def iter_paths(diagram: Diagram) -> Iterator[tuple[list[tuple[str, int, int]], ActionSet]]:
-    """Every root-to-leaf path as (field, lo, hi) constraints and its leaf; exponential, for small inputs."""
-    def walk(node: int, path: list[tuple[str, int, int]]):
+    """Every root-to-leaf path as (field, lo, hi) constraints and what it gives (its leaf, and the
+    outputs emitted on the way); exponential, for small inputs."""
+    def walk(node: int, path: list[tuple[str, int, int]], got: ActionSet):
         if node in diagram.leaves:
-            yield list(path), diagram.leaves[node]
+            yield list(path), diagram.leaves[node] | got
             return
         n = diagram.nodes[node]
-        for lo, hi, child in n.edges:
+        for i, (lo, hi, child) in enumerate(n.edges):
             path.append((diagram.fields[n.level].name, lo, hi))
-            yield from walk(child, path)
+            emitted = diagram.emissions[n.emits[i]] if n.emits else frozenset()
+            yield from walk(child, path, got | ActionSet(emitted) if emitted else got)
             path.pop()
-    yield from walk(diagram.root, [])
+    yield from walk(diagram.root, [], ActionSet())
 

@@ -8,12 +8,48 @@ from pathlib import Path
 from typing import Sequence
 
 from compiler import bdd, ir
-from compiler.dnf import DEFAULT_LIMIT
+from compiler.dnf import DEFAULT_LIMIT, rule_actions
+from compiler.errors import CompileError, P4subError
 from compiler.lang import read_rules
+from compiler.lanes import LaneChoice, choose_lanes
 from compiler.rules import RuleSet
 from compiler.spec import Spec
-from compiler.tables import TableOptions, build_pipeline, pipeline_stats
+from compiler.tables import TableOptions, bitmap_delivery, build_lanes, build_pipeline, pipeline_stats
 from compiler.typecheck import TypedRules, check_rules
+
+DELIVERIES = ("auto", "groups", "bitmap")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one switch pipeline may use. The defaults are a Tofino-class switch's: 12 stages, 64K
+    multicast groups, and a few hundred thousand entries over all tables (docs/compiler.md)."""
+
+    entries: int = 300_000
+    groups: int = 65_536
+    stages: int = 12
+
+    def misses(self, stats: dict) -> list[str]:
+        """What a compiled pipeline's statistics exceed, in words (empty when it fits)."""
+        out = []
+        if stats["total_entries"] > self.entries:
+            out.append(f"{stats['total_entries']} entries > {self.entries}")
+        if stats["multicast_groups"] > self.groups:
+            out.append(f"{stats['multicast_groups']} multicast groups > {self.groups}")
+        if stats["dependent_tables"] + 1 > self.stages:  # +1: the delivery step
+            out.append(f"{stats['dependent_tables']} dependent tables + delivery > {self.stages} stages")
+        return out
+
+
+def parse_budget(text: str, base: Budget = Budget()) -> Budget:
+    """``entries=N,groups=M,stages=S`` (any subset) over ``base``."""
+    values = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        name, _, number = item.partition("=")
+        if name not in ("entries", "groups", "stages") or not number.isdigit() or int(number) < 1:
+            raise P4subError(f"--budget {text!r}: expected entries=N,groups=M,stages=S with positive integers")
+        values[name] = int(number)
+    return Budget(**{**base.__dict__, **values})
 
 
 @dataclass(frozen=True)
@@ -22,30 +58,109 @@ class CompileOptions:
     dnf_limit: int = DEFAULT_LIMIT
     tables: TableOptions = field(default_factory=TableOptions)
     port_bits: int = 9
+    # Layout: ``groups`` is one lane whose leaves name a port or a multicast group per port set (the
+    # first compiler's layout); ``bitmap`` ORs port bits on the way and allows several lanes; ``auto``
+    # keeps ``groups`` when it fits the budget and takes ``bitmap`` otherwise.
+    delivery: str = "auto"
+    lanes: int | None = None  # None: chosen (1 for groups)
+    max_lanes: int = 8
+    budget: Budget = field(default_factory=Budget)
 
 
 @dataclass
 class Compiled:
     typed: TypedRules
-    diagram: bdd.Diagram
+    diagram: bdd.Diagram  # lane 0's
     pipeline: ir.Pipeline
     stats: dict
+    diagrams: tuple[bdd.Diagram, ...] = ()
+    lanes: LaneChoice | None = None
+
+    def evaluate(self, values: dict[str, int]):
+        """What the diagrams give one packet: the union over lanes."""
+        from compiler.dnf import ActionSet
+
+        out = ActionSet()
+        for d in self.diagrams or (self.diagram,):
+            out = out | d.evaluate(values)
+        return out
 
 
 def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileOptions()) -> Compiled:
-    """Type-check, build the diagram, slice it into tables; timing covers all three."""
+    """Type-check, build the diagram(s), slice them into tables; timing covers all of it."""
     start = time.perf_counter()
     typed = check_rules(rules, spec, port_bits=options.port_bits)
-    diagram = bdd.build(typed, field_order=options.field_order or None, dnf_limit=options.dnf_limit)
-    pipeline = build_pipeline(diagram, spec, options.tables)
-    seconds = time.perf_counter() - start
-    return Compiled(typed, diagram, pipeline, pipeline_stats(pipeline, seconds))
+    delivery = options.delivery
+    if delivery not in DELIVERIES:
+        raise P4subError(f"delivery {delivery!r}: expected one of {', '.join(DELIVERIES)}")
+    if options.tables.no_bitmap:
+        if delivery == "bitmap" or (options.lanes or 1) > 1:
+            raise CompileError(f"--delivery bitmap and --lanes are not available here: {options.tables.no_bitmap}")
+        delivery = "groups"
+    if options.lanes is not None and options.lanes < 1:
+        raise P4subError(f"--lanes {options.lanes}: expected a positive number or auto")
+    if delivery == "groups" and (options.lanes or 1) > 1:
+        raise CompileError(f"--lanes {options.lanes} needs --delivery bitmap (lanes OR port bitmaps; "
+                           "multicast group ids cannot be combined)")
+    order = options.field_order or None
+    candidates: list[Compiled] = []
+    notes: list[str] = []
+    if delivery in ("bitmap", "auto"):
+        cubes_of = [bdd.rule_cubes(typed, options.dnf_limit, (i,)) for i in range(len(typed.rules))]
+        pinned = [i for i, r in enumerate(typed.rules) if rule_actions(r).calls]
+        choice = choose_lanes(cubes_of, typed.fields, lanes=options.lanes, max_lanes=options.max_lanes,
+                              field_order=order, pinned=pinned)
+        ports = sorted({p for r in typed.rules for p in rule_actions(r).ports} | set(options.tables.min_ports))
+        pipeline = build_lanes(choice.diagrams, spec, bitmap_delivery(ports, len(choice.diagrams)), options.tables)
+        stats = pipeline_stats(pipeline, 0.0)
+        notes += [f"bitmap: {n} lanes -> " + (f"{s} edges" if s is not None else "abandoned") for n, s in choice.tried]
+        candidates.append(Compiled(typed, choice.diagrams[0], pipeline, stats, choice.diagrams, choice))
+    if delivery in ("groups", "auto") and (options.lanes or 1) == 1:
+        # Under auto, stop building a diagram that cannot fit (more edges than the entry budget) or
+        # cannot win (many times the bitmap layout's edges).
+        limit = None
+        if delivery == "auto":
+            limit = min(options.budget.entries, max(8 * candidates[0].lanes.size, 50_000)) if candidates else options.budget.entries
+        try:
+            diagram = bdd.build(typed, field_order=order, dnf_limit=options.dnf_limit, max_edges=limit)
+        except bdd.DiagramTooLarge:
+            notes.append(f"groups: one diagram passed {limit} edges")
+        else:
+            pipeline = build_pipeline(diagram, spec, options.tables)
+            candidates.append(Compiled(typed, diagram, pipeline, pipeline_stats(pipeline, 0.0), (diagram,)))
+    for c in candidates:
+        c.stats["budget_misses"] = options.budget.misses(c.stats)
+        c.stats["cost_bits"] = layout_cost(c.stats, c.pipeline)
+    best = min(candidates, key=lambda c: (bool(c.stats["budget_misses"]), c.stats["cost_bits"]))
+    for c in candidates:
+        if c is not best:
+            notes.append(f"{c.stats['delivery']}: {c.stats['total_entries']} entries, {c.stats['multicast_groups']} "
+                         f"groups, cost {c.stats['cost_bits']} bits" + (" (does not fit: " + "; ".join(
+                             c.stats["budget_misses"]) + ")" if c.stats["budget_misses"] else ""))
+    best.stats["layout_notes"] = notes
+    best.stats["compile_seconds"] = round(time.perf_counter() - start, 4)
+    return best
+
+
+def layout_cost(stats: dict, pipeline: ir.Pipeline) -> int:
+    """What a layout costs, in bits: its table bits, and for multicast groups a 32-bit replication
+    node per member (a Tofino PRE L1/L2 node is about that), so that groups and bitmaps compare."""
+    return stats["table_bits"] + 32 * sum(len(g.ports) for g in pipeline.multicast_groups)
 
 
 def compile_files(spec_path: str | Path, rules_path: str | Path, options: CompileOptions = CompileOptions()) -> Compiled:
     from compiler.spec_reader import read_spec
 
     return compile_rules(read_spec(spec_path), read_rules(rules_path), options)
+
+
+def lanes_arg(text: str | None) -> int | None:
+    """``--lanes``: a positive count, or ``auto`` (None)."""
+    if text is None or text == "auto":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise P4subError(f"--lanes {text!r}: expected a positive number or auto")
+    return int(text)
 
 
 def field_order_arg(text: str | None) -> Sequence[str]:

@@ -24,8 +24,27 @@ from typing import Any, Union
 from compiler.errors import P4subError
 from compiler.spec import Spec
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions this p4sub reads: 1 had no lanes and no port bitmap (the defaults below mean the same).
+READABLE_VERSIONS = (1, 2)
 STATE = "meta.p4sub_state"
+PORTS = "meta.p4sub_ports"
+
+
+def lane_state(lane: int) -> str:
+    """The state metadata of a lane: ``meta.p4sub_state`` for lane 0, ``meta.p4sub_state_l2`` for lane 2."""
+    return STATE if lane == 0 else f"{STATE}_l{lane}"
+
+
+def lane_ports(lane: int) -> str:
+    """The port bitmap a lane ORs into: ``meta.p4sub_ports`` for lane 0, ``meta.p4sub_ports_l2`` for lane 2.
+    Each lane has its own, so that no two lanes write one field (on Tofino they share stages)."""
+    return PORTS if lane == 0 else f"{PORTS}_l{lane}"
+
+
+def lane_prefix(lane: int) -> str:
+    """Prefix of a lane's table and action names (none for lane 0, so one lane is today's pipeline)."""
+    return "" if lane == 0 else f"l{lane}_"
 
 
 @dataclass(frozen=True)
@@ -47,8 +66,9 @@ class Param:
 class Primitive:
     """One step of an action body.
 
-    ``op`` is one of: ``set_meta`` (args: metadata field, param name), ``set_egress_port`` (param),
-    ``set_mcast_group`` (param), ``drop``, ``user`` (the user action's name; its params are passed on).
+    ``op`` is one of: ``set_meta`` (args: metadata field, param name), ``or_meta`` (the same, ORed
+    into the field), ``set_egress_port`` (param), ``set_mcast_group`` (param), ``drop``, ``user``
+    (the user action's name; its params are passed on).
     """
 
     op: str
@@ -75,6 +95,7 @@ class Table:
     on_miss: str | None = None
     role: str = ""  # "field" (a field's state transition), "miss", "code" (domain compression), "leaf"
     attribute: str = ""  # the rule attribute this table tests, for field/miss/code tables
+    lane: int = 0  # lanes are independent chains of tables: each reads and writes only its own metadata
 
     @property
     def needs_priority(self) -> bool:
@@ -127,6 +148,39 @@ class MulticastGroup:
 
 
 @dataclass(frozen=True)
+class Delivery:
+    """How the ports a packet gets become copies.
+
+    ``groups``: a leaf names one port (unicast) or one multicast group per distinct port set.
+    ``bitmap``: each lane's tables OR port bits into its metadata field of ``fields`` (bit ``i``
+    stands for ``ports[i]``); at the end of the ingress the packet's bitmap is the OR of them all
+    (kept in ``fields[0]``), a packet whose bitmap is not zero goes to multicast ``group`` (all of
+    ``ports``), else it is dropped, and the egress drops each copy whose port's bit is clear (Elmo's
+    per-port pruning). Lanes need it: their bitmaps are ORed, where group ids cannot be.
+    """
+
+    kind: str = "groups"
+    fields: tuple[str, ...] = ()
+    ports: tuple[int, ...] = ()
+    group: int = 0
+
+    @property
+    def width(self) -> int:
+        return max(1, len(self.ports))
+
+    @property
+    def is_bitmap(self) -> bool:
+        return self.kind == "bitmap"
+
+    def bit(self, port: int) -> int:
+        """The bitmap value with only ``port``'s bit set."""
+        return 1 << self.ports.index(port)
+
+    def ports_of(self, bitmap: int) -> frozenset[int]:
+        return frozenset(p for i, p in enumerate(self.ports) if bitmap >> i & 1)
+
+
+@dataclass(frozen=True)
 class Register:
     name: str
     width: int
@@ -156,6 +210,11 @@ class Pipeline:
     attributes: dict[str, dict[str, Any]] = field(default_factory=dict)
     name: str = "p4sub"
     format_version: int = FORMAT_VERSION
+    delivery: Delivery = field(default_factory=Delivery)
+    lanes: int = 1
+
+    def lane_tables(self, lane: int) -> list[Table]:
+        return [t for t in self.tables if t.lane == lane]
 
     def table(self, name: str) -> Table:
         return next(t for t in self.tables if t.name == name)
@@ -250,6 +309,7 @@ def load(path: str | Path) -> Pipeline:
         raise P4subError(f"{path}: no such file (run `p4sub compile` first)") from None
     except (OSError, json.JSONDecodeError) as exc:
         raise P4subError(f"{path}: not a pipeline.json: {exc}") from None
-    if data.get("format_version") != FORMAT_VERSION:
-        raise P4subError(f"{path}: pipeline format {data.get('format_version')!r}; this p4sub reads {FORMAT_VERSION}")
+    if data.get("format_version") not in READABLE_VERSIONS:
+        raise P4subError(f"{path}: pipeline format {data.get('format_version')!r}; this p4sub reads "
+                         f"{', '.join(map(str, READABLE_VERSIONS))}")
     return from_json(Pipeline, data)

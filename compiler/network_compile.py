@@ -73,7 +73,8 @@ def layer_name(layer: int, top: int) -> str:
 def compile_switch(task: SwitchTask, keep_pipeline: bool = False) -> dict[str, Any]:
     """Compile one switch's rules; write its directory when ``task.out_dir`` is set."""
     sr = task.rules
-    options = task.options
+    # The network transforms (misses up, the logical up port) rewrite leaf tables: one lane, groups.
+    options = dataclasses.replace(task.options, delivery="groups", lanes=None)
     if options.field_order:  # one network-wide order; each switch uses the fields its own rules test
         tested = {c.attribute.name for r in sr.rules for c in ast.comparisons(r.filter)}
         options = dataclasses.replace(options, field_order=tuple(f for f in options.field_order if f in tested))

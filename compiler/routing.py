@@ -327,6 +327,8 @@ def lower_up_port(pipeline: ir.Pipeline, up_ports: tuple[int, ...]) -> ir.Pipeli
     up port actually used (new ids after the existing ones). A switch without up ports must not
     forward to the marker (routing never makes it do so).
     """
+    if pipeline.delivery.is_bitmap:
+        raise P4subError("lower_up_port rewrites leaf tables; a switch in a network is compiled with delivery groups")
     leaf_tables = {t.name for t in pipeline.tables if t.role == "leaf"}
     groups = {g.id: g for g in pipeline.multicast_groups}
     if not up_ports:

@@ -46,6 +46,10 @@ class TableOptions:
     # the same tables renders the same program and installs as entry changes only.
     min_state_bits: int = 0
     min_sizes: dict[str, int] = field(default_factory=dict)
+    # Why the target (or a caller such as routing) cannot take port-bitmap delivery and needs every
+    # leaf's ports in a leaf table with one multicast group per port set; empty: it can.
+    no_bitmap: str = ""
+    min_ports: tuple[int, ...] = ()  # bitmap ports kept from a previous compile (``--like``)
 
 
 def sanitize(name: str) -> str:
@@ -62,24 +66,97 @@ def build_pipeline(diagram: Diagram, spec: Spec | None, options: TableOptions = 
     return _Slicer(diagram, spec, options, name).run()
 
 
+def bitmap_delivery(ports: Sequence[int], lanes: int = 1) -> ir.Delivery:
+    """Port-bitmap delivery over ``ports`` (bit ``i`` is the ``i``-th smallest) for ``lanes`` lanes, through group 1."""
+    return ir.Delivery("bitmap", tuple(ir.lane_ports(i) for i in range(lanes)), tuple(sorted(set(ports))), 1)
+
+
+def build_lanes(diagrams: Sequence[Diagram], spec: Spec | None, delivery: ir.Delivery,
+                options: TableOptions = TableOptions(), name: str = "p4sub") -> ir.Pipeline:
+    """One pipeline from independent lanes (each diagram built with outputs on edges): each lane is its
+    own chain of tables over its own state, and every lane ORs the ports it decides into one bitmap."""
+    if len(delivery.fields) != len(diagrams):
+        raise CompileError(f"{len(diagrams)} lanes but {len(delivery.fields)} port bitmaps")
+    parts = [_Slicer(d, spec, options, name, lane=i, delivery=delivery).run() for i, d in enumerate(diagrams)]
+    metadata: list[ir.Metadata] = []
+    actions: dict[str, ir.Action] = {}
+    attributes: dict[str, dict] = {}
+    order: list[str] = []
+    for part in parts:
+        metadata += part.metadata
+        actions.update((a.name, a) for a in part.actions)
+        for attr, info in part.attributes.items():
+            attributes.setdefault(attr, {**info, "tables": []})["tables"].append(info["table"])
+        order += [f for f in part.field_order if f not in order]
+    metadata += [ir.Metadata(f, delivery.width) for f in delivery.fields]
+    groups = (ir.MulticastGroup(delivery.group, delivery.ports),) if delivery.ports else ()
+    return ir.Pipeline(
+        spec=spec or Spec(path="<none>"),
+        metadata=tuple(metadata),
+        actions=tuple(actions.values()),
+        tables=tuple(t for p in parts for t in p.tables),
+        control=tuple(c for p in parts for c in p.control),
+        entries=tuple(e for p in parts for e in p.entries),
+        multicast_groups=groups,
+        field_order=tuple(order),
+        states=sum(p.states for p in parts),
+        attributes=attributes,
+        name=name,
+        delivery=delivery,
+        lanes=len(parts),
+    )
+
+
 class _Slicer:
-    def __init__(self, diagram: Diagram, spec: Spec | None, options: TableOptions, name: str) -> None:
+    def __init__(self, diagram: Diagram, spec: Spec | None, options: TableOptions, name: str,
+                 lane: int = 0, delivery: ir.Delivery | None = None) -> None:
         self.d = diagram
         self.spec = spec
         self.options = options
         self.name = name
+        self.lane = lane
+        self.prefix = ir.lane_prefix(lane)
+        self.state_field = ir.lane_state(lane)
+        self.delivery = delivery if delivery is not None and delivery.is_bitmap else None
+        if diagram.emit and self.delivery is None:
+            raise CompileError("a diagram with outputs on edges needs port-bitmap delivery")
         order = diagram.reachable()
         self.state_of = {node: i for i, node in enumerate(order)}
         self.state_width = max(1, (len(order) - 1).bit_length(), options.min_state_bits)
         self.entries: list[ir.Entry] = []
         self.tables: list[ir.Table] = []
-        self.metadata: list[ir.Metadata] = [ir.Metadata(ir.STATE, self.state_width)]
+        self.metadata: list[ir.Metadata] = [ir.Metadata(self.state_field, self.state_width)]
         self.control: list[str] = []
         self.attributes: dict[str, dict] = {}
         self.empty_leaf = next((n for n, a in diagram.leaves.items() if a.is_empty and n in self.state_of), None)
+        # An edge goes to a target: (child node, emitted port set id); targets are numbered so that
+        # the miss-default and ORTC logic can treat them as plain labels.
+        self.targets: list[tuple[int, int]] = []
+        self.target_of: dict[tuple[int, int], int] = {}
+        self.no_entry = self.target(self.empty_leaf, 0) if self.empty_leaf is not None else None
 
     def state(self, node: int) -> int:
         return self.state_of[node]
+
+    def target(self, child: int, emitted: int) -> int:
+        key = (child, emitted)
+        t = self.target_of.get(key)
+        if t is None:
+            t = self.target_of[key] = len(self.targets)
+            self.targets.append(key)
+        return t
+
+    def labelled(self, node: int) -> list[tuple[int, int, int]]:
+        """A node's edges as (lo, hi, target)."""
+        n = self.d.nodes[node]
+        emits = n.emits or (0,) * len(n.edges)
+        return [(lo, hi, self.target(c, e)) for (lo, hi, c), e in zip(n.edges, emits)]
+
+    def bitmap(self, emitted: int) -> int:
+        return sum(self.delivery.bit(p) for p in self.d.emissions[emitted])
+
+    def named(self, name: str) -> str:
+        return self.prefix + name
 
     # -- driver ------------------------------------------------------------------------------
     def run(self) -> ir.Pipeline:
@@ -111,13 +188,13 @@ class _Slicer:
     def _sized(self, table: ir.Table) -> ir.Table:
         n = sum(1 for e in self.entries if e.table == table.name)
         size = max(self.options.min_size, math.ceil(n * self.options.headroom), self.options.min_sizes.get(table.name, 0))
-        return ir.Table(**{**table.__dict__, "size": size})
+        return ir.Table(**{**table.__dict__, "size": size, "lane": self.lane})
 
     # -- field stages -----------------------------------------------------------------------
     def stage(self, info: QueryField, nodes: list[int]) -> None:
         kind = self.choose_kind(info, nodes)
-        base = f"field_{sanitize(info.name)}"
-        state_key = ir.Key(ir.STATE, self.state_width, "exact")
+        base = self.named(f"field_{sanitize(info.name)}")
+        state_key = ir.Key(self.state_field, self.state_width, "exact")
         self.attributes[info.name] = {"width": info.width, "match_kind": kind, "scale": info.scale,
                                       "is_string": info.is_string, "table": base}
         miss = f"{base}_miss"
@@ -125,13 +202,13 @@ class _Slicer:
             self.compressed_stage(info, nodes, base, miss, state_key)
             return
         key = ir.Key(info.name, info.width, kind)
-        self.tables.append(ir.Table(base, (state_key, key), ("set_state", "NoAction"), "NoAction", on_miss=miss,
+        self.tables.append(ir.Table(base, (state_key, key), self.transition_actions(), "NoAction", on_miss=miss,
                                     role="field", attribute=info.name))
-        self.tables.append(ir.Table(miss, (state_key,), ("set_state", "NoAction"), "NoAction", role="miss",
+        self.tables.append(ir.Table(miss, (state_key,), self.transition_actions(), "NoAction", role="miss",
                                     attribute=info.name))
         self.control.append(base)
         for node in nodes:
-            edges = self.d.nodes[node].edges
+            edges = self.labelled(node)
             default = self.default_child(edges, kind)
             s = self.state(node)
             if kind == "exact":
@@ -152,8 +229,13 @@ class _Slicer:
                     else:
                         mask = ((1 << info.width) - 1) ^ ((1 << (info.width - plen)) - 1)
                         self.add(base, (ir.Exact(s), ir.Ternary(value, mask)), child, priority=plen + 1)
-            if default != self.empty_leaf:
+            if default != self.no_entry:
                 self.add(miss, (ir.Exact(s),), default)
+
+    def transition_actions(self) -> tuple[str, ...]:
+        if self.delivery is None:
+            return ("set_state", "NoAction")
+        return (self.named("set_state"), self.named("set_state_ports"), "NoAction")
 
     def choose_kind(self, info: QueryField, nodes: list[int]) -> str:
         requested = self.options.per_field_encoding.get(info.name)
@@ -161,14 +243,14 @@ class _Slicer:
             return requested
         if info.match_kind == "lpm":
             return "lpm"
-        exact_ok = all(self._exact_ok(self.d.nodes[n].edges) for n in nodes)
+        exact_ok = all(self._exact_ok(self.labelled(n)) for n in nodes)
         if info.match_kind == "exact":
             if not exact_ok:
                 raise CompileError(f"{info.name} is declared @query_field_exact but the rules split it into ranges "
                                    f"wider than {self.options.exact_expand_limit} values; declare it "
                                    "@query_field_range or @query_field", info.location)
             return "exact"
-        if exact_ok and all(self._singletons(self.d.nodes[n].edges) for n in nodes):
+        if exact_ok and all(self._singletons(self.labelled(n)) for n in nodes):
             return "exact"
         return self.options.range_encoding
 
@@ -192,35 +274,36 @@ class _Slicer:
                 weight[c] += hi - lo + 1
         else:
             weight = Counter(c for _, _, c in edges)
-        if self.empty_leaf in weight:
-            weight[self.empty_leaf] += 1  # choosing the empty leaf also saves the miss entry
+        if self.no_entry in weight:
+            weight[self.no_entry] += 1  # choosing the empty leaf also saves the miss entry
         return max(weight, key=lambda c: (weight[c], -c))
 
     def compressed_stage(self, info: QueryField, nodes: list[int], base: str, miss: str, state_key: ir.Key) -> None:
         bounds = sorted({lo for n in nodes for lo, _, _ in self.d.nodes[n].edges})
         code_width = max(1, (len(bounds) - 1).bit_length())
-        code_field = f"meta.p4sub_code_{sanitize(info.name)}"
+        code_name = self.named(sanitize(info.name))
+        code_field = f"meta.p4sub_code_{code_name}"
         self.metadata.append(ir.Metadata(code_field, code_width))
         code_table = f"{base}_code"
         top = (1 << info.width) - 1
-        self.tables.append(ir.Table(code_table, (ir.Key(info.name, info.width, "range"),), (f"set_code_{sanitize(info.name)}",),
-                                    f"set_code_{sanitize(info.name)}", (0,), role="code", attribute=info.name))
+        self.tables.append(ir.Table(code_table, (ir.Key(info.name, info.width, "range"),), (f"set_code_{code_name}",),
+                                    f"set_code_{code_name}", (0,), role="code", attribute=info.name))
         self.control.append(code_table)
         for i, lo in enumerate(bounds):
             hi = bounds[i + 1] - 1 if i + 1 < len(bounds) else top
             if i:  # code 0 is the default action's
-                self.entries.append(ir.Entry(code_table, (ir.Range(lo, hi),), f"set_code_{sanitize(info.name)}", (i,), 1))
+                self.entries.append(ir.Entry(code_table, (ir.Range(lo, hi),), f"set_code_{code_name}", (i,), 1))
         self.attributes[info.name].update(code_width=code_width, code_field=code_field, code_table=code_table)
         code_of = {lo: i for i, lo in enumerate(bounds)}
         upper = {lo: (bounds[i + 1] - 1 if i + 1 < len(bounds) else top) for i, lo in enumerate(bounds)}
         key = ir.Key(code_field, code_width, "range")
-        self.tables.append(ir.Table(base, (state_key, key), ("set_state", "NoAction"), "NoAction", on_miss=miss,
+        self.tables.append(ir.Table(base, (state_key, key), self.transition_actions(), "NoAction", on_miss=miss,
                                     role="field", attribute=info.name))
-        self.tables.append(ir.Table(miss, (state_key,), ("set_state", "NoAction"), "NoAction", role="miss",
+        self.tables.append(ir.Table(miss, (state_key,), self.transition_actions(), "NoAction", role="miss",
                                     attribute=info.name))
         self.control.append(base)
         for node in nodes:
-            edges = self.d.nodes[node].edges
+            edges = self.labelled(node)
             default = self.default_child(edges, "range")
             s = self.state(node)
             for lo, hi, child in edges:
@@ -228,32 +311,51 @@ class _Slicer:
                     last = max(b for b in bounds if b <= hi)
                     assert upper[last] == hi
                     self.add(base, (ir.Exact(s), ir.Range(code_of[lo], code_of[last])), child, priority=1)
-            if default != self.empty_leaf:
+            if default != self.no_entry:
                 self.add(miss, (ir.Exact(s),), default)
 
-    def add(self, table: str, matches: tuple, child: int, priority: int = 0) -> None:
-        self.entries.append(ir.Entry(table, matches, "set_state", (self.state(child),), priority))
+    def add(self, table: str, matches: tuple, target: int, priority: int = 0) -> None:
+        child, emitted = self.targets[target]
+        if emitted:
+            self.entries.append(ir.Entry(table, matches, self.named("set_state_ports"),
+                                         (self.state(child), self.bitmap(emitted)), priority))
+        else:
+            self.entries.append(ir.Entry(table, matches, self.named("set_state"), (self.state(child),), priority))
 
     # -- leaves -----------------------------------------------------------------------------
     def leaf_tables(self) -> tuple[ir.MulticastGroup, ...]:
         leaves = [(self.state(n), self.d.leaves[n]) for n in self.state_of if n in self.d.leaves]
-        port_sets = sorted({tuple(sorted(a.ports)) for _, a in leaves if len(a.ports) > 1})
+        bitmap = self.delivery is not None
+        port_sets = [] if bitmap else sorted({tuple(sorted(a.ports)) for _, a in leaves if len(a.ports) > 1})
         group_of = {ports: i + 1 for i, ports in enumerate(port_sets)}
-        state_key = ir.Key(ir.STATE, self.state_width, "exact")
+        state_key = ir.Key(self.state_field, self.state_width, "exact")
         calls = sorted({name for _, a in leaves for name, _ in a.calls})
+        if calls and self.lane:
+            raise CompileError("user-action calls must all be in lane 0")
         for name in calls:
             table = f"call_{sanitize(name)}"
             self.tables.append(ir.Table(table, (state_key,), (f"user_{sanitize(name)}", "NoAction"), "NoAction", role="call"))
             self.control.append(table)
-        self.tables.append(ir.Table("leaf_actions", (state_key,), ("forward", "multicast", "drop_packet"), "drop_packet",
-                                    role="leaf"))
-        self.control.append("leaf_actions")
+        leaf = self.named("leaf_actions")
+        if bitmap:  # the ports are ORed in on the edges: a leaf keeps only what a rule with calls also forwards to
+            if any(a.ports for _, a in leaves):
+                self.tables.append(ir.Table(leaf, (state_key,), (self.named("or_ports"), "NoAction"), "NoAction",
+                                            role="leaf"))
+                self.control.append(leaf)
+        else:
+            self.tables.append(ir.Table(leaf, (state_key,), ("forward", "multicast", "drop_packet"), "drop_packet",
+                                        role="leaf"))
+            self.control.append(leaf)
         for state, actions in sorted(leaves):
             ports = tuple(sorted(actions.ports))
-            if len(ports) == 1:
-                self.entries.append(ir.Entry("leaf_actions", (ir.Exact(state),), "forward", ports))
+            if bitmap:
+                if ports:
+                    self.entries.append(ir.Entry(leaf, (ir.Exact(state),), self.named("or_ports"),
+                                                 (sum(self.delivery.bit(p) for p in ports),)))
+            elif len(ports) == 1:
+                self.entries.append(ir.Entry(leaf, (ir.Exact(state),), "forward", ports))
             elif ports:
-                self.entries.append(ir.Entry("leaf_actions", (ir.Exact(state),), "multicast", (group_of[ports],)))
+                self.entries.append(ir.Entry(leaf, (ir.Exact(state),), "multicast", (group_of[ports],)))
             by_name: dict[str, list[tuple[int, ...]]] = {}
             for name, args in actions.calls:
                 by_name.setdefault(name, []).append(args)
@@ -266,13 +368,20 @@ class _Slicer:
         return tuple(ir.MulticastGroup(group_of[p], p) for p in port_sets)
 
     def action_defs(self) -> tuple[ir.Action, ...]:
-        out = [
-            ir.Action("NoAction"),
-            ir.Action("set_state", (ir.Param("state", self.state_width),), (ir.Primitive("set_meta", (ir.STATE, "state")),)),
-            ir.Action("forward", (ir.Param("port", PORT_WIDTH),), (ir.Primitive("set_egress_port", ("port",)),)),
-            ir.Action("multicast", (ir.Param("group", GROUP_WIDTH),), (ir.Primitive("set_mcast_group", ("group",)),)),
-            ir.Action("drop_packet", (), (ir.Primitive("drop"),)),
-        ]
+        state = ir.Param("state", self.state_width)
+        set_state = ir.Primitive("set_meta", (self.state_field, "state"))
+        out = [ir.Action("NoAction"), ir.Action(self.named("set_state"), (state,), (set_state,))]
+        if self.delivery is None:
+            out += [
+                ir.Action("forward", (ir.Param("port", PORT_WIDTH),), (ir.Primitive("set_egress_port", ("port",)),)),
+                ir.Action("multicast", (ir.Param("group", GROUP_WIDTH),), (ir.Primitive("set_mcast_group", ("group",)),)),
+                ir.Action("drop_packet", (), (ir.Primitive("drop"),)),
+            ]
+        else:
+            ports = ir.Param("ports", self.delivery.width)
+            or_ports = ir.Primitive("or_meta", (self.delivery.fields[self.lane], "ports"))
+            out += [ir.Action(self.named("set_state_ports"), (state, ports), (set_state, or_ports)),
+                    ir.Action(self.named("or_ports"), (ports,), (or_ports,))]
         for meta in self.metadata[1:]:
             suffix = meta.name.removeprefix("meta.p4sub_code_")
             out.append(ir.Action(f"set_code_{suffix}", (ir.Param("code", meta.width),),
@@ -341,11 +450,17 @@ def pipeline_stats(pipeline: ir.Pipeline, seconds: float) -> dict:
     """The figures ``stats.json`` reports: entries per table, bits, groups, states, time."""
     per_table = Counter(e.table for e in pipeline.entries)
     params = {a.name: sum(p.width for p in a.params) for a in pipeline.actions}
+    key_bits = {t.name: sum(k.width for k in t.keys) for t in pipeline.tables}
     bits = 0
     for e in pipeline.entries:
-        table = pipeline.table(e.table)
-        bits += sum(k.width for k in table.keys) + params.get(e.action, 0)
+        bits += key_bits[e.table] + params.get(e.action, 0)
     state_width = next(m.width for m in pipeline.metadata if m.name == ir.STATE)
+    lane_entries = Counter()
+    lane_depth = Counter()
+    for t in pipeline.tables:
+        lane_entries[t.lane] += per_table.get(t.name, 0)
+        if t.role in ("field", "code", "leaf", "call"):
+            lane_depth[t.lane] += 1
     return {
         "tables": {t.name: per_table.get(t.name, 0) for t in pipeline.tables},
         "total_entries": len(pipeline.entries),
@@ -355,6 +470,12 @@ def pipeline_stats(pipeline: ir.Pipeline, seconds: float) -> dict:
         "state_width": state_width,
         "field_order": list(pipeline.field_order),
         "match_kinds": {name: a["match_kind"] for name, a in pipeline.attributes.items()},
+        "delivery": pipeline.delivery.kind,
+        "bitmap_ports": len(pipeline.delivery.ports),
+        "lanes": pipeline.lanes,
+        "lane_entries": [lane_entries[i] for i in range(pipeline.lanes)],
+        # Tables that depend on each other's result, in the longest lane: a lower bound on stages.
+        "dependent_tables": max(lane_depth.values(), default=0),
         "compile_seconds": round(seconds, 4),
     }
 

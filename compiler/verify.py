@@ -19,7 +19,10 @@ fields, and the two BDDs of each output must be the same node.
   matches it and no higher-priority entry of the same table and valuation (P4Runtime order:
   highest priority for ternary and range, longest prefix for LPM); what no entry takes goes to the
   table's miss table or default action. Leaves give ports (a multicast group's ports), drops and
-  calls.
+  calls. With port-bitmap delivery the ports are the bits ORed into the bitmap, and each lane runs
+  on its own: lanes are checked to be independent (a lane's tables read and write only its own
+  metadata and OR into the bitmap), so a packet's ports are the union of what each lane gives it,
+  and the valuations never multiply across lanes.
 
 A difference comes back as a counterexample: field values of a packet on which the two sides
 disagree, which ``p4sub explain`` can walk through the tables.
@@ -28,6 +31,8 @@ disagree, which ``p4sub explain`` can walk through the tables.
 from __future__ import annotations
 
 import bisect
+import functools
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -267,20 +272,68 @@ class _Run:
         return k.field.startswith("meta.") and k.match_kind == "exact"
 
     def outputs(self) -> dict[Output, Any]:
+        delivery = self.p.delivery
+        if not delivery.is_bitmap:
+            return self._run(self.p.control, lambda valuation: self._group_ports(valuation))
+        lanes = sorted({self.tables[name].lane for name in self.p.control})
+        self._check_independent(lanes)
+        out: dict[Output, Any] = {}
+        for lane in lanes:
+            control = [name for name in self.p.control if self.tables[name].lane == lane]
+            where = [self.meta.index(f) for f in delivery.fields]
+            got = self._run(control, lambda valuation: sorted(delivery.ports_of(
+                functools.reduce(operator.or_, (valuation[0][i] for i in where), 0))))
+            for o, u in got.items():
+                out[o] = out.get(o, self.enc.bdd.false) | u
+        return out
+
+    def _group_ports(self, valuation: tuple) -> Iterable[int]:
+        _, port, group, dropped, _ = valuation
+        return self.groups.get(group, ()) if group else ((port,) if port >= 0 and not dropped else ())
+
+    def _run(self, control: Iterable[str], ports_of) -> dict[Output, Any]:
         # A valuation: metadata values plus what the packet got so far (port, group, dropped, calls).
         start = (tuple(0 for _ in self.meta), -1, 0, False, frozenset())
         states = {start: self.enc.bdd.true}
-        for name in self.p.control:
+        for name in control:
             nxt: dict = {}
             for valuation, u in states.items():
                 self._apply(name, valuation, u, nxt)
             states = nxt
         out: dict[Output, Any] = {}
-        for (_, port, group, dropped, calls), u in states.items():
-            ports = self.groups.get(group, ()) if group else ((port,) if port >= 0 and not dropped else ())
-            for o in [("port", p) for p in ports] + [("call", n, a) for n, a in calls]:
+        for valuation, u in states.items():
+            calls = valuation[4]
+            for o in [("port", p) for p in ports_of(valuation)] + [("call", n, a) for n, a in calls]:
                 out[o] = out.get(o, self.enc.bdd.false) | u
         return out
+
+    def _check_independent(self, lanes: list[int]) -> None:
+        """Refuse a bitmap pipeline whose lanes touch each other's metadata or forward otherwise."""
+        bitmaps = set(self.p.delivery.fields)
+        owner: dict[str, int] = {}
+        for t in self.p.tables:
+            for name in [k.field for k in t.keys if k.field.startswith("meta.")] + self._writes(t):
+                if name in bitmaps:
+                    raise P4subError(f"verify: table {t.name} matches or sets the port bitmap {name}")
+                if owner.setdefault(name, t.lane) != t.lane:
+                    raise P4subError(f"verify: lanes {owner[name]} and {t.lane} share metadata {name}; "
+                                     "lanes must be independent")
+        for a in self.p.actions:
+            for prim in a.body:
+                if prim.op in ("set_egress_port", "set_mcast_group", "drop"):
+                    used = any(a.name in t.actions for t in self.p.tables)
+                    if used:
+                        raise P4subError(f"verify: action {a.name} forwards or drops directly in a bitmap pipeline")
+                if prim.op == "or_meta" and prim.args[0] not in bitmaps:
+                    raise P4subError(f"verify: action {a.name} ORs into {prim.args[0]}, not a port bitmap")
+        for t in self.p.tables:  # a lane ORs into its own bitmap only
+            for name in self._writes(t, "or_meta"):
+                if owner.setdefault(name, t.lane) != t.lane:
+                    raise P4subError(f"verify: lanes {owner[name]} and {t.lane} both OR into {name}")
+
+    def _writes(self, table: ir.Table, op: str = "set_meta") -> list[str]:
+        return [prim.args[0] for name in table.actions if name in self.actions
+                for prim in self.actions[name].body if prim.op == op]
 
     def _apply(self, name: str, valuation: tuple, reach: Any, nxt: dict) -> None:
         table = self.tables[name]
@@ -327,6 +380,8 @@ class _Run:
         for prim in a.body if a else ():
             if prim.op == "set_meta":
                 meta[self.meta.index(prim.args[0])] = args[params[prim.args[1]]]
+            elif prim.op == "or_meta":
+                meta[self.meta.index(prim.args[0])] |= args[params[prim.args[1]]]
             elif prim.op == "set_egress_port":
                 port, dropped = args[params[prim.args[0]]], False
             elif prim.op == "set_mcast_group":

@@ -427,13 +427,38 @@ class Model:
         n = batch_rows({f: columns[f] for f in self.inputs} if self.inputs else columns, rows)
         widths = {k.field: k.width for t in self.pipeline.tables for k in t.keys}
         cols = {f: _as_array(columns[f], widths[f]) for f in self.inputs}
-        meta = {m: np.zeros(n, dtype=np.uint64) for m in self.meta_width}
+        meta = {m: np.zeros(n, dtype=np.uint64) if w <= 64 else np.zeros(n, dtype=object)
+                for m, w in self.meta_width.items()}
         res = Result(np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), meta, {},
                      self.group_ports)
         rows = np.arange(n)
         for name in self.pipeline.control:
             self._apply(name, rows, cols, res)
+        if self.pipeline.delivery.is_bitmap:
+            self._deliver_bitmap(res)
         return res
+
+    def _deliver_bitmap(self, res: Result) -> None:
+        """Port-bitmap delivery: a packet with bits set goes to the delivery group, and each copy whose
+        port's bit is clear is dropped at the egress. The copies that survive are reported as a group
+        per distinct bitmap (ids past every real group's), so readers of ``Result`` need not know."""
+        delivery = self.pipeline.delivery
+        bitmap = res.metadata[delivery.fields[0]].copy()
+        for f in delivery.fields[1:]:
+            bitmap |= res.metadata[f]
+        res.metadata[delivery.fields[0]] = bitmap
+        values, inverse = np.unique(bitmap, return_inverse=True)
+        base = max(self.group_ports, default=0) + 1
+        group_ports = dict(self.group_ports)
+        ids = np.zeros(len(values), dtype=np.int64)
+        for k, v in enumerate(values.tolist()):
+            if int(v):
+                ids[k] = base + k
+                group_ports[base + k] = delivery.ports_of(int(v))
+        res.group = ids[inverse.reshape(-1)] if len(bitmap) else np.zeros(0, dtype=np.int64)
+        res.port[:] = -1
+        res.dropped[:] = res.group == 0
+        res.group_ports = group_ports
 
     def _apply(self, name: str, rows: np.ndarray, cols: dict[str, np.ndarray], res: Result) -> None:
         table = self.tables[name]
@@ -465,7 +490,10 @@ class Model:
 
         for prim in action.body:
             if prim.op == "set_meta":
-                res.metadata[prim.args[0]][rows] = arg(prim.args[1]).astype(np.uint64)
+                res.metadata[prim.args[0]][rows] = arg(prim.args[1]).astype(res.metadata[prim.args[0]].dtype)
+            elif prim.op == "or_meta":
+                column = res.metadata[prim.args[0]]
+                column[rows] = column[rows] | arg(prim.args[1]).astype(column.dtype)
             elif prim.op == "set_egress_port":
                 res.port[rows] = arg(prim.args[0])
                 res.dropped[rows] = False
@@ -498,6 +526,8 @@ class Model:
             for prim in action.body:
                 if prim.op == "set_meta":
                     meta[prim.args[0]] = bound[prim.args[1]]
+                elif prim.op == "or_meta":
+                    meta[prim.args[0]] |= bound[prim.args[1]]
                 elif prim.op == "set_egress_port":
                     port, dropped = bound[prim.args[0]], False
                 elif prim.op == "set_mcast_group":
@@ -507,6 +537,12 @@ class Model:
 
         for name in self.pipeline.control:
             apply(name)
+        delivery = self.pipeline.delivery
+        if delivery.is_bitmap:
+            bitmap = 0
+            for f in delivery.fields:
+                bitmap |= meta[f]
+            return delivery.ports_of(bitmap), trace
         if group:
             return self.group_ports[group], trace
         return (frozenset([port]) if port >= 0 and not dropped else frozenset()), trace

@@ -87,5 +87,5 @@ def commands(pipeline: ir.Pipeline, program: Bmv2Program) -> list[str]:
         out.extend(table_add(e, t, control, prio.get(e.priority) if t.needs_priority else None) for e in entries)
     extra = {t.name: t for t in program.extra_tables}
     for e in program.extra_entries:
-        out.append(table_add(e, extra[e.table], control, None))
+        out.append(table_add(e, extra[e.table], program.control_of(extra[e.table]), None))
     return out

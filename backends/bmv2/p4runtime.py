@@ -128,8 +128,8 @@ def entities(pipeline: ir.Pipeline, program: Bmv2Program) -> list[dict[str, Any]
     extra_tables = {t.name: t for t in program.extra_tables}
     extra_actions = {a.name: a for a in program.extra_actions}
     for e in program.extra_entries:
-        out.append({"table_entry": table_entry(e, extra_tables[e.table], extra_actions[e.action],
-                                               V1MODEL.ingress_control)})
+        table = extra_tables[e.table]
+        out.append({"table_entry": table_entry(e, table, extra_actions[e.action], program.control_of(table))})
     return out
 
 

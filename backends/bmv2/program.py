@@ -69,6 +69,11 @@ PORTS_TABLE = "p4sub_group_ports"
 PORTS_ACTION = "p4sub_set_ports"
 PORTS_KEY = "standard_metadata.mcast_grp"
 PORTS_WIDTH = 1 << V1MODEL.port_width
+# Port-bitmap delivery (ir.Delivery "bitmap"): the egress table from a copy's port to its bit.
+PORT_BIT_TABLE = "p4sub_port_bit"
+PORT_BIT_ACTION = "p4sub_set_port_bit"
+PORT_BIT_FIELD = "meta.p4sub_port_bit"
+EGRESS_ROLES = ("port_bit",)
 
 
 def port_bitmap(ports) -> int:
@@ -115,6 +120,10 @@ class Bmv2Program:
     @property
     def batched(self) -> bool:
         return self.mode in ("union", "prune")
+
+    def control_of(self, table: ir.Table) -> str:
+        """The control an extra table sits in (the port-bit table is the egress's)."""
+        return V1MODEL.egress_control if table.role in EGRESS_ROLES else V1MODEL.ingress_control
 
     def multicast_groups(self, pipeline: ir.Pipeline) -> tuple[ir.MulticastGroup, ...]:
         """The IR's groups and, in a batched mode, the union group."""
@@ -184,6 +193,11 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
     layout = message_layout(pipeline, count_field=options.count_field, length_fields=options.length_fields)
     mode = choose_mode(layout, options.batch)
     batched = mode in ("union", "prune")
+    bitmap = pipeline.delivery.is_bitmap
+    if bitmap and (batched or options.network_up_ports is not None):
+        raise TargetError("bmv2: port-bitmap delivery is rendered for one message per packet on a lone switch; "
+                          "compile with --delivery groups for " + ("a network switch" if not batched
+                                                                   else f"--batch {mode}"))
     stacked = {h for h in layout.query_headers if spec.header(h).stack_size}
     copies = [Copy(copy_member(f), *split_field(f), spec.field_width(f)) for f in layout.query_fields
               if split_field(f)[0] in stacked]
@@ -235,10 +249,31 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         extra_entries += [ir.Entry(PORTS_TABLE, (ir.Exact(g.id),), PORTS_ACTION, (port_bitmap(g.ports),))
                           for g in groups]
 
+    if bitmap:
+        width = pipeline.delivery.width
+        members.append(Member(bits(width), PORT_BIT_FIELD.removeprefix("meta.")))
+        action = ir.Action(PORT_BIT_ACTION, (ir.Param("bit", width),), (ir.Primitive("set_meta", (PORT_BIT_FIELD, "bit")),))
+        ports = pipeline.delivery.ports
+        size = options.table_sizes.get(PORT_BIT_TABLE, max(64, math.ceil(len(ports) * 1.25)))
+        if len(ports) > size:
+            raise ResourceError(f"bmv2: table {PORT_BIT_TABLE} needs {len(ports)} entries but has size {size}")
+        sizes[PORT_BIT_TABLE] = size
+        extra_tables.append(ir.Table(PORT_BIT_TABLE, (ir.Key("standard_metadata.egress_port", V1MODEL.port_width, "exact"),),
+                                     (PORT_BIT_ACTION, "NoAction"), "NoAction", size=size, role="port_bit"))
+        extra_actions.append(action)
+        extra_entries += [ir.Entry(PORT_BIT_TABLE, (ir.Exact(p),), PORT_BIT_ACTION, (pipeline.delivery.bit(p),))
+                          for p in ports]
+
     key_expr = _key_expression(layout, stacked)
     tables = [table_decl(t, pipeline, key_expr, size=sizes[t.name]) for t in chained_tables(pipeline)]
-    tables += [table_decl(t, pipeline, lambda k: k.field, size=sizes[t.name]) for t in extra_tables]
-    actions = action_decls(pipeline, V1MODEL) + [action_decl(a, V1MODEL) for a in extra_actions]
+    tables += [table_decl(t, pipeline, lambda k: k.field, size=sizes[t.name]) for t in extra_tables
+               if t.role not in EGRESS_ROLES]
+    egress_tables = [table_decl(t, pipeline, lambda k: k.field, size=sizes[t.name]) for t in extra_tables
+                     if t.role in EGRESS_ROLES]
+    egress_names = {a for t in extra_tables if t.role in EGRESS_ROLES for a in t.actions}
+    actions = action_decls(pipeline, V1MODEL) + [action_decl(a, V1MODEL) for a in extra_actions
+                                                  if a.name not in egress_names]
+    egress_actions = [action_decl(a, V1MODEL) for a in extra_actions if a.name in egress_names]
     valid = [f"hdr.{h}[0].isValid()" if h in stacked else f"hdr.{h}.isValid()" for h in layout.query_headers]
     ipv4 = ipv4_checksum(spec)
     length_fields = []
@@ -277,6 +312,15 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         network=network,
         up_in=" || ".join(f"meta.p4sub_in_port == {literal(p, V1MODEL.port_width)}" for p in up_ports),
         up_out=" || ".join(f"standard_metadata.egress_port == {literal(p, V1MODEL.port_width)}" for p in up_ports),
+    )
+    context.update(
+        bitmap=bitmap,
+        bitmap_field=field_expression(pipeline.delivery.fields[0]) if bitmap else "",
+        bitmap_others=[field_expression(f) for f in pipeline.delivery.fields[1:]] if bitmap else [],
+        bitmap_width=pipeline.delivery.width,
+        bitmap_group=literal(pipeline.delivery.group, V1MODEL.group_width) if bitmap else "",
+        port_bit_table=PORT_BIT_TABLE, port_bit_field=field_expression(PORT_BIT_FIELD),
+        egress_tables=egress_tables, egress_actions=egress_actions,
     )
     text = render_template(__file__, "program.p4.j2", **context)
     return Bmv2Program(text, mode, layout, sizes, tuple(extra_tables), tuple(extra_actions), tuple(extra_entries),

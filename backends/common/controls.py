@@ -5,6 +5,7 @@ P4Info names are the IR's. Target-specific primitives (egress port, multicast gr
 spelled by the :class:`~backends.common.target.TargetFacts`; ``set_meta`` and ``user`` are common:
 
 * ``set_meta(meta.x, p)`` -> ``meta.x = p;``
+* ``or_meta(meta.x, p)`` -> ``meta.x = meta.x | p;`` (a port bitmap)
 * ``user(name)`` -> ``meta.p4sub_call_<name> = 1;`` and ``meta.p4sub_call_<name>_<param> = <param>;``
   for each parameter. The spec declares a user action's name and argument widths but no body, so
   the program records the call (a flag and the arguments in metadata) for code placed after the
@@ -55,6 +56,9 @@ def action_body(action: ir.Action, target: TargetFacts, *, meta: str = META) -> 
     for prim in action.body:
         if prim.op == "set_meta":
             out.append(f"{field_expression(prim.args[0], meta=meta)} = {identifier(prim.args[1])};")
+        elif prim.op == "or_meta":
+            target = field_expression(prim.args[0], meta=meta)
+            out.append(f"{target} = {target} | {identifier(prim.args[1])};")
         elif prim.op == "user":
             name = prim.args[0]
             out.append(f"{meta}.{call_flag(name)} = 1w1;")

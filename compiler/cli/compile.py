@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 from compiler import ir
 from compiler.cli import add_command
-from compiler.compile import CompileOptions, compile_rules, field_order_arg
+from compiler.compile import DELIVERIES, Budget, CompileOptions, compile_rules, field_order_arg, lanes_arg, parse_budget
 from compiler.dnf import DEFAULT_LIMIT
 from compiler.errors import P4subError
 from compiler.tables import RANGE_ENCODINGS, TableOptions
@@ -31,6 +32,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--encode", action="append", default=[], metavar="FIELD=KIND",
                    help="match kind for one field (exact, range, ternary, lpm, compress); repeatable")
     p.add_argument("--dnf-limit", type=int, default=DEFAULT_LIMIT, help="largest DNF a single rule may expand to")
+    p.add_argument("--delivery", choices=DELIVERIES, default="auto",
+                   help="groups: a multicast group per port set (one lane); bitmap: port bits ORed along the way, "
+                        "lanes allowed; auto: whichever fits the budget and costs fewer bits (default)")
+    p.add_argument("--lanes", default="auto", metavar="N|auto",
+                   help="independent table chains the rules are split into (bitmap delivery); auto picks the count "
+                        "up to --max-lanes with the smallest compiled size")
+    p.add_argument("--max-lanes", type=int, default=8, help="most lanes auto may use (default 8)")
+    p.add_argument("--budget", default="", metavar="entries=N,groups=M,stages=S",
+                   help=f"what the pipeline may use (default entries={Budget().entries},groups={Budget().groups},"
+                        f"stages={Budget().stages}); auto delivery picks a layout that fits")
     p.add_argument("--allow-recirculation", action="store_true",
                    help="tofino: split a pipeline longer than the stages over two passes")
     p.add_argument("--batch", choices=("auto", "single", "first", "union"),
@@ -49,20 +60,28 @@ def options_from_args(args: argparse.Namespace) -> CompileOptions:
         if kind not in ("exact", "range", "ternary", "lpm", "compress"):
             raise P4subError(f"--encode {item!r}: expected FIELD=KIND with KIND one of exact, range, ternary, lpm, compress")
         per_field[name] = kind
-    state_bits, sizes = like_floors(args.like) if getattr(args, "like", None) else (0, {})
-    return CompileOptions(field_order=tuple(field_order_arg(args.field_order)), dnf_limit=args.dnf_limit,
-                          tables=TableOptions(range_encoding=args.range_encoding, per_field_encoding=per_field,
-                                              min_state_bits=state_bits, min_sizes=sizes))
+    if args.max_lanes < 1:
+        raise P4subError(f"--max-lanes {args.max_lanes}: expected a positive number")
+    options = CompileOptions(field_order=tuple(field_order_arg(args.field_order)), dnf_limit=args.dnf_limit,
+                             tables=TableOptions(range_encoding=args.range_encoding, per_field_encoding=per_field),
+                             delivery=args.delivery, lanes=lanes_arg(args.lanes), max_lanes=args.max_lanes,
+                             budget=parse_budget(args.budget))
+    if getattr(args, "like", None):
+        options = like_options(args.like, options)
+    return options
 
 
-def like_floors(old_out: str) -> tuple[int, dict[str, int]]:
-    """State width and table sizes of ``OLD_OUT/pipeline.json``."""
+def like_options(old_out: str, options: CompileOptions) -> CompileOptions:
+    """The options that keep ``OLD_OUT``'s program: its layout (delivery, lane count, bitmap ports),
+    state widths and table sizes as floors, so that an update installs as entry changes."""
     path = Path(old_out) / "pipeline.json"
     if not path.is_file():
         raise P4subError(f"--like {old_out}: {path} does not exist (give the -o directory of an earlier compile)")
     old = ir.load(path)
-    state_bits = next((m.width for m in old.metadata if m.name == ir.STATE), 0)
-    return state_bits, {t.name: t.size for t in old.tables}
+    state_bits = max((m.width for m in old.metadata if m.name.startswith(ir.STATE)), default=0)
+    tables = replace(options.tables, min_state_bits=state_bits, min_sizes={t.name: t.size for t in old.tables},
+                     min_ports=old.delivery.ports)
+    return replace(options, tables=tables, delivery=old.delivery.kind, lanes=old.lanes)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
     if backend is not None and hasattr(backend, "compile_options"):
         options = replace(options, tables=backend.compile_options(spec, options.tables))  # the target's encodings
     compiled = compile_rules(spec, read_rules(args.rules), options)
+    if compiled.stats.get("budget_misses"):
+        print("warning: the pipeline does not fit the budget: " + "; ".join(compiled.stats["budget_misses"]),
+              file=sys.stderr)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if backend is not None:
@@ -83,7 +105,9 @@ def run(args: argparse.Namespace) -> int:
     ir.save(compiled.pipeline, out / "pipeline.json")
     (out / "stats.json").write_text(json.dumps(compiled.stats, indent=2) + "\n", encoding="utf-8")
     sources = {"spec": str(Path(args.spec).resolve()), "rules": str(Path(args.rules).resolve()),
-               "options": {"field_order": args.field_order, "range_encoding": args.range_encoding, "encode": args.encode}}
+               "options": {"field_order": args.field_order, "range_encoding": args.range_encoding, "encode": args.encode,
+                           "delivery": args.delivery, "lanes": args.lanes, "max_lanes": args.max_lanes,
+                           "budget": args.budget}}
     (out / "sources.json").write_text(json.dumps(sources, indent=2) + "\n", encoding="utf-8")
     if args.dot:
         from compiler.dot import to_dot
@@ -92,6 +116,9 @@ def run(args: argparse.Namespace) -> int:
     s = compiled.stats
     print(f"{len(compiled.typed.rules)} rules -> {s['states']} states, {s['total_entries']} entries, "
           f"{s['multicast_groups']} multicast groups, {s['table_bits']} table bits in {s['compile_seconds']:.3f} s")
+    layout = f"delivery {s['delivery']}" + (f" over {s['bitmap_ports']} ports, {s['lanes']} lane(s)"
+                                            if s["delivery"] == "bitmap" else "")
+    print(f"  {layout}" + "".join(f"\n  ({note})" for note in s.get("layout_notes", [])))
     for name, count in s["tables"].items():
         print(f"  {name:<40} {count:>8}")
     print(f"wrote {out / 'pipeline.json'}" + (f" and the {args.target} files" if args.target != "none" else ""))

@@ -30,6 +30,16 @@ def _match_text(match: ir.Match) -> str:
     return f"{match.value:#x}&&&{match.mask:#x}"
 
 
+def _ored_ports(pipeline: ir.Pipeline, entry: ir.Entry) -> str:
+    """`` ports [1, 3]`` when the entry's action ORs port bits into the bitmap."""
+    action = pipeline.action(entry.action)
+    bound = dict(zip((p.name for p in action.params), entry.args))
+    ored = [bound[prim.args[1]] for prim in action.body if prim.op == "or_meta"]
+    if not ored:
+        return ""
+    return f"  ports {sorted(pipeline.delivery.ports_of(ored[0]))}"
+
+
 def run(args: argparse.Namespace) -> int:
     pipeline = ir.load(args.out)
     try:
@@ -51,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"{table_name:<36} miss -> {table.default_action if not table.on_miss else 'apply ' + table.on_miss}")
         else:
             keys = ", ".join(f"{k.field}={_match_text(m)}" for k, m in zip(table.keys, entry.matches))
-            print(f"{table_name:<36} hit [{keys}] -> {entry.action}({', '.join(map(str, entry.args))})")
+            print(f"{table_name:<36} hit [{keys}] -> {entry.action}({', '.join(map(str, entry.args))})"
+                  + _ored_ports(pipeline, entry))
+    if pipeline.delivery.is_bitmap:
+        d = pipeline.delivery
+        print(f"{'deliver':<36} bitmap of {len(d.ports)} ports -> " + (
+            f"group {d.group}, the egress keeps ports {sorted(ports)}" if ports else "nothing set: dropped"))
     print(json.dumps({"ports": sorted(ports)}))
     return 0

@@ -303,7 +303,8 @@ def plan_combined(
     if n_max < 1:
         raise P4subError("--max-labels must be at least 1 (a stored-tree fallback needs one label)")
     n_max = min(n_max, limit.max_labels, limit.max_bytes // label_bytes)
-    compiled = compile_rules(spec, rules, dataclasses.replace(options, port_bits=32))
+    # Leaf entries become receiver-set ids (receiver_pipeline): one lane whose leaves name the port sets.
+    compiled = compile_rules(spec, rules, dataclasses.replace(options, port_bits=32, delivery="groups", lanes=None))
     pipeline, rsets = receiver_pipeline(compiled.pipeline)
     by_id = {topology.node_id(h): h for h in topology.hosts()}
     unknown = sorted({h for r in rsets for h in r.hosts if h not in by_id})

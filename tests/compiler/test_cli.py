@@ -41,10 +41,13 @@ def test_check_prints_a_summary(files, capsys) -> None:
     assert "2 rules" in out and "msg.price" in out
 
 
-def test_compile_simulate_explain(files, capsys) -> None:
+@pytest.mark.parametrize("delivery", ["groups", "bitmap"])
+def test_compile_simulate_explain(files, capsys, delivery) -> None:
     out_dir = files / "out"
-    assert main(["compile", str(files / "s.p4"), str(files / "r.sub"), "-o", str(out_dir), "--dot", str(files / "g.dot")]) == 0
+    assert main(["compile", str(files / "s.p4"), str(files / "r.sub"), "-o", str(out_dir), "--dot", str(files / "g.dot"),
+                 "--delivery", delivery]) == 0
     stats = json.loads((out_dir / "stats.json").read_text())
+    assert stats["delivery"] == delivery
     assert {"tables", "total_entries", "table_bits", "multicast_groups", "states", "compile_seconds"} <= set(stats)
     assert (files / "g.dot").read_text().startswith("digraph")
     packets = [
@@ -60,7 +63,12 @@ def test_compile_simulate_explain(files, capsys) -> None:
     assert lines == [{"ports": [1, 2]}, {"ports": [1]}, {"ports": [2]}, {"ports": []}]
     assert main(["explain", str(out_dir), "--packet", json.dumps(packets[0])]) == 0
     out = capsys.readouterr().out
-    assert "leaf_actions" in out and out.strip().endswith('{"ports": [1, 2]}')
+    if delivery == "groups":
+        assert "leaf_actions" in out
+    else:  # ports are ORed on the way; the last line before the result is the delivery step
+        assert any(" hit " in line and line.endswith("ports [1, 2]") for line in out.splitlines())
+        assert out.strip().splitlines()[-2].startswith("deliver") and "keeps ports [1, 2]" in out
+    assert out.strip().endswith('{"ports": [1, 2]}')
 
 
 def test_a_typo_exits_2_with_location_and_suggestion(files, capsys) -> None:

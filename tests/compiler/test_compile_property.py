@@ -1,5 +1,6 @@
 """Invariant 1: the reference model running the compiled pipeline forwards every packet exactly where the
-rules say, for every table encoding. The oracle (compiler/oracle.py) evaluates the rules themselves."""
+rules say, for every table encoding and every layout (groups; port bitmaps in one lane or several,
+with the partition forced or chosen). The oracle (compiler/oracle.py) evaluates the rules themselves."""
 
 from __future__ import annotations
 
@@ -75,6 +76,16 @@ packet = st.fixed_dictionaries({
 })
 
 
+#: (delivery, lanes): the legacy layout, bitmaps in 1, 2 or 3 lanes, and the automatic choice.
+LAYOUTS = [("groups", None), ("bitmap", 1), ("bitmap", 2), ("bitmap", 3), ("bitmap", None), ("auto", None)]
+layouts = st.sampled_from(LAYOUTS)
+
+
+def layout_options(layout: tuple[str, int | None], **tables) -> CompileOptions:
+    delivery, lanes = layout
+    return CompileOptions(tables=TableOptions(**tables), delivery=delivery, lanes=lanes)
+
+
 def run_all(pipeline: ir.Pipeline, packets: list[dict[str, int]]) -> list[frozenset[int]]:
     model = Model(pipeline)
     fields = model.inputs
@@ -86,20 +97,22 @@ def run_all(pipeline: ir.Pipeline, packets: list[dict[str, int]]) -> list[frozen
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(rule, max_size=8), st.lists(packet, min_size=1, max_size=25),
-       st.sampled_from(["range", "ternary", "compress"]))
-def test_model_of_compile_equals_direct_evaluation(rules, packets, encoding) -> None:
+       st.sampled_from(["range", "ternary", "compress"]), layouts)
+def test_model_of_compile_equals_direct_evaluation(rules, packets, encoding, layout) -> None:
     ruleset = ast.RuleSet(tuple(rules) + tuple(rules[:1]))  # a duplicate rule too
-    compiled = compile_rules(SPEC, ruleset, CompileOptions(tables=TableOptions(range_encoding=encoding)))
+    compiled = compile_rules(SPEC, ruleset, layout_options(layout, range_encoding=encoding))
+    if layout[1] is not None and len(rules) >= layout[1]:
+        assert compiled.pipeline.lanes <= layout[1]
     got = run_all(compiled.pipeline, packets)
     for pkt, ports in zip(packets, got):
         assert ports == oracle.evaluate(compiled.typed, pkt).ports
-        assert compiled.diagram.evaluate(pkt).ports == ports
+        assert compiled.evaluate(pkt).ports == ports
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(rule, max_size=6), st.lists(packet, min_size=1, max_size=10))
-def test_literal_p4runtime_lookup_agrees_with_the_vectorised_model(rules, packets) -> None:
-    compiled = compile_rules(SPEC, ast.RuleSet(tuple(rules)), CompileOptions(tables=TableOptions(range_encoding="ternary")))
+@given(st.lists(rule, max_size=6), st.lists(packet, min_size=1, max_size=10), layouts)
+def test_literal_p4runtime_lookup_agrees_with_the_vectorised_model(rules, packets, layout) -> None:
+    compiled = compile_rules(SPEC, ast.RuleSet(tuple(rules)), layout_options(layout, range_encoding="ternary"))
     model = Model(compiled.pipeline)
     vectorised = run_all(compiled.pipeline, packets)
     for pkt, ports in zip(packets, vectorised):
@@ -127,7 +140,7 @@ def test_overlapping_prefixes_deliver_to_both_rules() -> None:
     ip = ast.Field("ip.dst")
     rules = (ast.Rule(ast.Comparison(ip, "==", ast.IPAddress(4, 0x0A000000, 8)), (ast.Forward((1,)),)),
              ast.Rule(ast.Comparison(ip, "==", ast.IPAddress(4, 0x0A010000, 16)), (ast.Forward((2,)),)))
-    compiled = compile_rules(SPEC, ast.RuleSet(rules))
+    compiled = compile_rules(SPEC, ast.RuleSet(rules), CompileOptions(delivery="groups"))
     lpm = [t for t in compiled.pipeline.tables if t.attribute == "ip.dst" and t.role == "field"][0]
     assert lpm.keys[1].match_kind == "lpm"
     assert len(compiled.pipeline.entries_of(lpm.name)) == 2  # ORTC: nested prefixes, not a prefix cover
@@ -139,5 +152,5 @@ def test_multicast_groups_are_shared_by_port_set() -> None:
     q = ast.Field("m.qty")
     rules = tuple(ast.Rule(ast.Comparison(q, "==", ast.Number(v)), (ast.Forward((1, 2)),)) for v in (1, 3, 5)) + (
         ast.Rule(ast.Comparison(q, "==", ast.Number(7)), (ast.Forward((2, 3)),)),)
-    compiled = compile_rules(SPEC, ast.RuleSet(rules))
+    compiled = compile_rules(SPEC, ast.RuleSet(rules), CompileOptions(delivery="groups"))
     assert [g.ports for g in compiled.pipeline.multicast_groups] == [(1, 2), (2, 3)]

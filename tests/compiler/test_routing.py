@@ -125,7 +125,8 @@ def test_lower_up_port_replaces_the_marker_by_one_physical_up_port():
     text = "m.a == 1: fwd(0, 3); m.a == 2: fwd(0); m.a == 3: fwd(3); m.a > 10 and m.a < 20: fwd(0, 4); m.a > 15: fwd(4);"
     from compiler.lang import parse_rules
 
-    pipeline = compile_rules(SPEC, parse_rules(text)).pipeline
+    # A network switch's layout (compile_switch compiles with delivery="groups").
+    pipeline = compile_rules(SPEC, parse_rules(text), CompileOptions(delivery="groups")).pipeline
     lowered = lower_up_port(pipeline, (1, 2))
     values = np.arange(256, dtype=np.uint64)
     cols = {"m.a": values, "m.b": np.zeros(256, dtype=np.uint64)}

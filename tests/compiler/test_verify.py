@@ -20,7 +20,7 @@ from compiler.compile import CompileOptions, compile_rules
 from compiler.tables import TableOptions
 from compiler.verify import verify
 from runtime.model import Model
-from tests.compiler.test_compile_property import SPEC, packet, rule
+from tests.compiler.test_compile_property import SPEC, layout_options, layouts, packet, rule
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,9 +33,9 @@ def model_ports(pipeline: ir.Pipeline, pkt: dict[str, int]) -> frozenset[int]:
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.lists(rule, max_size=8), st.sampled_from(["range", "ternary", "compress"]))
-def test_every_compiled_pipeline_is_proved_equivalent_to_its_rules(rules, encoding) -> None:
-    compiled = compile_rules(SPEC, ast.RuleSet(tuple(rules)), CompileOptions(tables=TableOptions(range_encoding=encoding)))
+@given(st.lists(rule, max_size=8), st.sampled_from(["range", "ternary", "compress"]), layouts)
+def test_every_compiled_pipeline_is_proved_equivalent_to_its_rules(rules, encoding, layout) -> None:
+    compiled = compile_rules(SPEC, ast.RuleSet(tuple(rules)), layout_options(layout, range_encoding=encoding))
     verdict = verify(compiled.pipeline, compiled.typed)
     assert verdict.equivalent, verdict.differences
 
@@ -59,9 +59,9 @@ def _mutate(pipeline: ir.Pipeline, data: st.DataObject) -> ir.Pipeline:
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.lists(rule, min_size=1, max_size=6), st.lists(packet, min_size=1, max_size=20), st.data())
-def test_differences_found_on_broken_pipelines_are_real(rules, packets, data) -> None:
-    compiled = compile_rules(SPEC, ast.RuleSet(tuple(rules)))
+@given(st.lists(rule, min_size=1, max_size=6), st.lists(packet, min_size=1, max_size=20), st.data(), layouts)
+def test_differences_found_on_broken_pipelines_are_real(rules, packets, data, layout) -> None:
+    compiled = compile_rules(SPEC, ast.RuleSet(tuple(rules)), layout_options(layout))
     if not compiled.pipeline.entries:
         return
     broken = _mutate(compiled.pipeline, data)
