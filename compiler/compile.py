@@ -97,6 +97,9 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
         if delivery == "bitmap" or (options.lanes or 1) > 1:
             raise CompileError(f"--delivery bitmap and --lanes are not available here: {options.tables.no_bitmap}")
         delivery = "groups"
+    stacks = stacked_query_headers(spec, typed)
+    if delivery == "auto" and stacks and (options.lanes or 1) == 1:
+        delivery = "groups"  # both backends evaluate a stack's messages one by one into port sets (docs/compiler.md)
     if options.lanes is not None and options.lanes < 1:
         raise P4subError(f"--lanes {options.lanes}: expected a positive number or auto")
     if delivery == "groups" and (options.lanes or 1) > 1:
@@ -142,6 +145,12 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     return best
 
 
+def stacked_query_headers(spec: Spec, typed: TypedRules) -> list[str]:
+    """The header stacks the rules query (a packet then carries several messages)."""
+    queried = {name.split(".", 1)[0] for name in typed.fields}
+    return sorted(h.name for h in spec.headers if h.stack_size and h.name in queried)
+
+
 def layout_cost(stats: dict, pipeline: ir.Pipeline) -> int:
     """What a layout costs, in bits: its table bits, and for multicast groups a 32-bit replication
     node per member (a Tofino PRE L1/L2 node is about that), so that groups and bitmaps compare."""
@@ -152,6 +161,17 @@ def compile_files(spec_path: str | Path, rules_path: str | Path, options: Compil
     from compiler.spec_reader import read_spec
 
     return compile_rules(read_spec(spec_path), read_rules(rules_path), options)
+
+
+def like(old: ir.Pipeline, options: CompileOptions) -> CompileOptions:
+    """The options that keep ``old``'s program for an update in place: its layout (delivery, lane
+    count, bitmap ports), and its state widths and table sizes as floors."""
+    from dataclasses import replace
+
+    state_bits = max((m.width for m in old.metadata if m.name.startswith(ir.STATE)), default=0)
+    tables = replace(options.tables, min_state_bits=state_bits, min_sizes={t.name: t.size for t in old.tables},
+                     min_ports=old.delivery.ports)
+    return replace(options, tables=tables, delivery=old.delivery.kind, lanes=old.lanes)
 
 
 def lanes_arg(text: str | None) -> int | None:

@@ -34,7 +34,7 @@ from backends.tofino.program import Program, render
 from backends.tofino.resources import Estimate, estimate
 from backends.tofino.target import TOFINO1, Target
 from compiler import ir
-from compiler.errors import ResourceError
+from compiler.errors import ResourceError, TargetError
 from compiler.spec import Spec
 from compiler.tables import TableOptions
 
@@ -70,7 +70,11 @@ def compile_options(spec: Spec, base: TableOptions = TableOptions(), target: Tar
             continue
         if info.width > target.widest_range_key:
             chosen[name] = "compress"
-    return replace(base, per_field_encoding=chosen)
+    stacks = sorted({h.name for h in spec.headers if h.stack_size
+                     and any(ref.split(".", 1)[0] == h.name for ref in spec.query_fields)})
+    no_bitmap = base.no_bitmap or (f"tofino evaluates the messages of header stack {stacks[0]} side by side and "
+                                   "keeps per-slot leaf states for the egress" if stacks else "")
+    return replace(base, per_field_encoding=chosen, no_bitmap=no_bitmap)
 
 
 def build(pipeline: ir.Pipeline, options: TofinoOptions = TofinoOptions()) -> Rendered:
@@ -94,7 +98,15 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
     check_key_fields(pipeline, options.target.name)
     messages = message_layout(pipeline)
     mode = _batch.choose_mode(messages, options.batch)
-    batched = _batch.replicate(pipeline, messages) if mode == "union" else _batch.single(pipeline, mode)
+    if pipeline.delivery.is_bitmap:
+        if mode == "union" or options.network_up_ports is not None:
+            raise TargetError("tofino: port-bitmap delivery is rendered for one message per packet on a lone switch; "
+                              "compile with --delivery groups" + (" (or --batch first)" if mode == "union" else ""))
+        batched = _batch.bitmap(pipeline, mode)
+    elif mode == "union":
+        batched = _batch.replicate(pipeline, messages)
+    else:
+        batched = _batch.single(pipeline, mode)
     layout = plan(batched.pipeline, options, batched.gress_of)
     est = estimate(layout)
     pass_of = {t.name: (t.passes[0] if t.passes else 0) for t in est.tables}

@@ -54,6 +54,9 @@ class Batched:
     keep_fields: tuple[str, ...] = ()
     union_group: ir.MulticastGroup | None = None
     groups: tuple[ir.MulticastGroup, ...] = field(default_factory=tuple)
+    # Port-bitmap delivery: the egress-only metadata (the copy's port bit) and the bitmap fields.
+    egress_meta: tuple[ir.Metadata, ...] = ()
+    bitmap: ir.Delivery | None = None
 
 
 def choose_mode(layout: MessageLayout, requested: str) -> str:
@@ -82,6 +85,34 @@ def single(pipeline: ir.Pipeline, mode: str) -> Batched:
     names = [t.name for t in pipeline.tables]
     return Batched(pipeline, mode, {n: slot for n in names}, {n: "ingress" for n in names},
                    tuple((slot, n) for n in pipeline.control), groups=pipeline.multicast_groups)
+
+
+PORT_BIT_TABLE = "p4sub_port_bit"
+PORT_BIT_ACTION = "p4sub_set_port_bit"
+PORT_BIT_FIELD = "meta.p4sub_port_bit"
+
+
+def bitmap(pipeline: ir.Pipeline, mode: str) -> Batched:
+    """One message per packet with port-bitmap delivery (:class:`compiler.ir.Delivery`).
+
+    The ingress ORs the lanes' bitmaps, multicasts a packet with any bit set to the delivery group
+    and bridges the bitmap; the egress table ``p4sub_port_bit`` gives a copy's port its bit, and a
+    copy whose bit is clear is dropped (per-port pruning in the egress, as Elmo does).
+    """
+    if pipeline.delivery.ports and pipeline.delivery.width > 9 * 64:
+        raise TargetError(f"tofino: a port bitmap of {pipeline.delivery.width} bits")
+    base = single(pipeline, mode)
+    d = pipeline.delivery
+    action = ir.Action(PORT_BIT_ACTION, (ir.Param("bit", d.width),), (ir.Primitive("set_meta", (PORT_BIT_FIELD, "bit")),))
+    table = ir.Table(PORT_BIT_TABLE, (ir.Key(EGRESS_PORT_KEY, 9, "exact"),), (PORT_BIT_ACTION, "NoAction"), "NoAction",
+                     size=max(64, -(-len(d.ports) * 5 // 4)), role="port_bit")
+    entries = tuple(ir.Entry(PORT_BIT_TABLE, (ir.Exact(p),), PORT_BIT_ACTION, (d.bit(p),)) for p in d.ports)
+    rewritten = replace(pipeline, actions=pipeline.actions + (action,), tables=pipeline.tables + (table,),
+                        entries=pipeline.entries + entries)
+    return replace(base, pipeline=rewritten, slot_of={**base.slot_of, PORT_BIT_TABLE: None},
+                   gress_of={**base.gress_of, PORT_BIT_TABLE: "egress"}, egress_control=(PORT_BIT_TABLE,),
+                   bridged=(ir.Metadata(d.fields[0], d.width),), egress_meta=(ir.Metadata(PORT_BIT_FIELD, d.width),),
+                   bitmap=d)
 
 
 def replicate(pipeline: ir.Pipeline, layout: MessageLayout) -> Batched:

@@ -126,6 +126,7 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     meta_members = [Member(bits(m.width), meta_member(m.name)) for m in pipeline.metadata if m.name not in keep]
     meta_members += user_call_members(pipeline)
     egress_meta = [Member(bits(1), meta_member(k)) for k in batched.keep_fields]
+    egress_meta += [Member(bits(m.width), meta_member(m.name)) for m in batched.egress_meta]
 
     recirc = bool(pass_of) and max(pass_of.values(), default=0) > 0
     if recirc and union:
@@ -186,7 +187,7 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
         egress_headers_struct=struct_decl(EGRESS_HEADERS, egress_members),
         egress_metadata_struct=struct_decl(EGRESS_METADATA, egress_meta),
         meta_init=[f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in meta_members],
-        egress_meta_init=[f"meta.{m.name} = 1w0;" for m in egress_meta],
+        egress_meta_init=[f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in egress_meta],
         parser_states=[s for s in parser_states(spec, packet="pkt") if not s.startswith("state start {")],
         spec_start=SPEC_START,
         actions=[action_text[a.name] for a in pipeline.actions if a.name in ingress_actions and a.name in action_text],
@@ -208,6 +209,13 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
         from_up_table=FROM_UP_TABLE, to_up_table=TO_UP_TABLE,
         network_ingress=ingress_decls(stage, target, BRIDGE) if stage else [],
         network_egress=egress_decls(stage, target) if stage else [],
+        bitmap=batched.bitmap is not None,
+        bitmap_field=f"meta.{meta_member(batched.bitmap.fields[0])}" if batched.bitmap else "",
+        bitmap_member=meta_member(batched.bitmap.fields[0]) if batched.bitmap else "",
+        bitmap_others=[f"meta.{meta_member(f)}" for f in batched.bitmap.fields[1:]] if batched.bitmap else [],
+        bitmap_width=batched.bitmap.width if batched.bitmap else 0,
+        bitmap_group=literal(batched.bitmap.group, target.group_width) if batched.bitmap else "",
+        port_bit_field=f"meta.{meta_member(batched.egress_meta[0].name)}" if batched.bitmap else "",
     )
     text = render_template(__file__, "program.p4.j2", **context)
     bridged_bits = sum(int(m.type[4:-1]) for m in _padded(bridge_fields)) if bridge_fields else 0

@@ -194,7 +194,7 @@ def _writes(table: ir.Table, pipeline: ir.Pipeline) -> set[str]:
     out: set[str] = set()
     for name in table.actions:
         for prim in pipeline.action(name).body:
-            if prim.op == "set_meta":
+            if prim.op in ("set_meta", "or_meta"):
                 out.add(prim.args[0])
             elif prim.op in ("set_egress_port", "set_mcast_group", "drop"):
                 out.add(f"$forwarding.{prim.op}")

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from compiler import ir
 from compiler.cli import add_command
-from compiler.compile import DELIVERIES, Budget, CompileOptions, compile_rules, field_order_arg, lanes_arg, parse_budget
+from compiler.compile import (DELIVERIES, Budget, CompileOptions, compile_rules, field_order_arg, lanes_arg, like,
+                              parse_budget)
 from compiler.dnf import DEFAULT_LIMIT
 from compiler.errors import P4subError
 from compiler.tables import RANGE_ENCODINGS, TableOptions
@@ -77,11 +78,7 @@ def like_options(old_out: str, options: CompileOptions) -> CompileOptions:
     path = Path(old_out) / "pipeline.json"
     if not path.is_file():
         raise P4subError(f"--like {old_out}: {path} does not exist (give the -o directory of an earlier compile)")
-    old = ir.load(path)
-    state_bits = max((m.width for m in old.metadata if m.name.startswith(ir.STATE)), default=0)
-    tables = replace(options.tables, min_state_bits=state_bits, min_sizes={t.name: t.size for t in old.tables},
-                     min_ports=old.delivery.ports)
-    return replace(options, tables=tables, delivery=old.delivery.kind, lanes=old.lanes)
+    return like(ir.load(path), options)
 
 
 def run(args: argparse.Namespace) -> int:

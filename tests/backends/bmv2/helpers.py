@@ -14,6 +14,7 @@ from pathlib import Path
 
 from compiler import ir
 from compiler.compile import CompileOptions, Compiled, compile_rules
+from compiler.compile import like as like_options
 from compiler.lang import parse_rules
 from compiler.spec import Spec
 from compiler.spec_reader import read_spec
@@ -91,14 +92,12 @@ def int_spec() -> Spec:
 
 
 def compile_text(spec: Spec, rules: str, range_encoding: str = "range", per_field: dict | None = None,
-                 like: ir.Pipeline | None = None) -> Compiled:
-    """``like``: keep that pipeline's state width and table sizes (as ``p4sub compile --like``)."""
-    floors = {}
+                 like: ir.Pipeline | None = None, delivery: str = "auto", lanes: int | None = None) -> Compiled:
+    """``like``: keep that pipeline's layout, state widths and table sizes (as ``p4sub compile --like``)."""
+    options = CompileOptions(tables=TableOptions(range_encoding=range_encoding, per_field_encoding=per_field or {}),
+                             delivery=delivery, lanes=lanes)
     if like is not None:
-        floors = {"min_state_bits": next(m.width for m in like.metadata if m.name == ir.STATE),
-                  "min_sizes": {t.name: t.size for t in like.tables}}
-    options = CompileOptions(tables=TableOptions(range_encoding=range_encoding, per_field_encoding=per_field or {},
-                                                 **floors))
+        options = like_options(like, options)
     return compile_rules(spec, parse_rules(rules), options)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,11 +52,17 @@ def test_multicast_groups_use_sequential_node_handles():
     ]
 
 
-def test_every_entry_becomes_one_table_add_with_its_priority_when_needed(tmp_path):
+@pytest.mark.parametrize("delivery", ["groups", "bitmap"])
+def test_every_entry_becomes_one_table_add_with_its_priority_when_needed(tmp_path, delivery):
     spec = h.spec_from_text(h.SCALAR_SPEC, str(tmp_path))
-    pipeline = h.compile_text(spec, h.SCALAR_RULES, per_field={"ipv4.diffserv": "ternary"}).pipeline
+    pipeline = h.compile_text(spec, h.SCALAR_RULES, per_field={"ipv4.diffserv": "ternary"}, delivery=delivery).pipeline
     lines = bmv2.render(pipeline)[bmv2.COMMANDS].splitlines()
     adds = [line for line in lines if line.startswith("table_add ")]
+    # Bitmap delivery adds the egress table that gives each port its bit, one entry per port.
+    port_bits = [line for line in adds if line.startswith("table_add MyEgress.p4sub_port_bit ")]
+    ports = pipeline.delivery.ports
+    assert [line.split()[3] for line in port_bits] == [str(p) for p in ports]
+    adds = [line for line in adds if line not in port_bits]
     assert len(adds) == len(pipeline.entries)
     tables = {t.name: t for t in pipeline.tables}
     in_table_order = [e for t in pipeline.tables for e in pipeline.entries_of(t.name)]
@@ -67,7 +75,10 @@ def test_every_entry_becomes_one_table_add_with_its_priority_when_needed(tmp_pat
         n_args = len(e.args)
         assert [int(x, 0) for x in after[:n_args]] == list(e.args)
         assert len(after) == n_args + (1 if tables[e.table].needs_priority else 0)
-    assert "table_set_default MyIngress.leaf_actions MyIngress.drop_packet" in lines
+    if delivery == "groups":
+        assert "table_set_default MyIngress.leaf_actions MyIngress.drop_packet" in lines
+    else:
+        assert pipeline.delivery.is_bitmap and pipeline.multicast_groups == (ir.MulticastGroup(1, ports),)
 
 
 def test_batched_itch_commands_create_the_union_group_and_the_group_port_bitmaps():

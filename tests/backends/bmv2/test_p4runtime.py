@@ -125,16 +125,19 @@ def test_multicast_group_has_one_replica_per_port():
         "replicas": [{"egress_port": 1, "instance": 1}, {"egress_port": 4, "instance": 1}]}}
 
 
-def test_whole_request_holds_every_ir_entry_and_group_once(tmp_path):
+@pytest.mark.parametrize("delivery", ["groups", "bitmap"])
+def test_whole_request_holds_every_ir_entry_and_group_once(tmp_path, delivery):
     spec = h.spec_from_text(h.SCALAR_SPEC, str(tmp_path))
-    pipeline = h.compile_text(spec, h.SCALAR_RULES, per_field={"ipv4.diffserv": "ternary"}).pipeline
+    pipeline = h.compile_text(spec, h.SCALAR_RULES, per_field={"ipv4.diffserv": "ternary"}, delivery=delivery).pipeline
     request = json.loads(bmv2.render(pipeline)[bmv2.ENTRIES])
     updates = request["updates"]
     assert all(u["type"] == "INSERT" for u in updates)
     groups = [u["entity"]["packet_replication_engine_entry"] for u in updates if "packet_replication_engine_entry" in u["entity"]]
     assert [g["multicast_group_entry"]["multicast_group_id"] for g in groups] == [g.id for g in pipeline.multicast_groups]
     entries = [u["entity"]["table_entry"] for u in updates if "table_entry" in u["entity"]]
-    assert len(entries) == len(pipeline.entries)
+    port_bits = [e for e in entries if e["table_name"] == "MyEgress.p4sub_port_bit"]
+    assert len(port_bits) == len(pipeline.delivery.ports)  # bitmap delivery: each port's bit, in the egress
+    assert len(entries) == len(pipeline.entries) + len(port_bits)
     # groups come before the entries that name them
     first_table = next(i for i, u in enumerate(updates) if "table_entry" in u["entity"])
     assert all("packet_replication_engine_entry" in u["entity"] for u in updates[:first_table])

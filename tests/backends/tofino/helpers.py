@@ -51,8 +51,10 @@ def scalar_spec() -> Spec:
         })
 
 
-def compile_text(spec: Spec, rules: str, encoding: str = "range", per_field: dict | None = None) -> ir.Pipeline:
-    options = CompileOptions(tables=TableOptions(range_encoding=encoding, per_field_encoding=per_field or {}))
+def compile_text(spec: Spec, rules: str, encoding: str = "range", per_field: dict | None = None,
+                 delivery: str = "auto", lanes: int | None = None) -> ir.Pipeline:
+    options = CompileOptions(tables=TableOptions(range_encoding=encoding, per_field_encoding=per_field or {}),
+                             delivery=delivery, lanes=lanes)
     return compile_rules(spec, parse_rules(rules), options).pipeline
 
 

@@ -179,10 +179,11 @@ def test_scalar_routed_switches_bridge_only_the_network_stage(routed_scalar, top
 
 
 # -- the stage's cost in the estimate; recirculation keeps the port; bad ports ------------------------
+# A switch of a routed network is compiled with delivery groups (compiler.network_compile).
 
 
 def test_estimate_counts_the_stage_tables_once_each():
-    pipeline = compile_text(scalar_spec(), SCALAR_RULES)
+    pipeline = compile_text(scalar_spec(), SCALAR_RULES, delivery="groups")
     lone = tofino.build(pipeline)
     routed = tofino.build(pipeline, tofino.network_options((3, 1, 3)))
     tables = {t.name: t for t in routed.estimate.tables}
@@ -203,7 +204,7 @@ def test_estimate_counts_the_stage_tables_once_each():
 
 
 def test_a_core_switch_has_only_the_hairpin_check():
-    pipeline = compile_text(scalar_spec(), SCALAR_RULES)
+    pipeline = compile_text(scalar_spec(), SCALAR_RULES, delivery="groups")
     core = tofino.build(pipeline, tofino.network_options(()))
     assert not any(t.name.endswith("_up_port") for t in core.estimate.tables)
     _check_stage(core.program.text, set(), (1, 2, 3, 4, 5))
@@ -213,7 +214,7 @@ def test_a_core_switch_has_only_the_hairpin_check():
 def _recirculating(up_ports):
     small = tofino.Target(name="small", stages=2)
     options = TofinoOptions(target=small, allow_recirculation=True, network_up_ports=up_ports)
-    return tofino.build(compile_text(scalar_spec(), SCALAR_RULES), options)
+    return tofino.build(compile_text(scalar_spec(), SCALAR_RULES, delivery="groups"), options)
 
 
 def test_recirculated_pass_keeps_the_original_ingress_port():
@@ -236,7 +237,7 @@ def test_recirculated_pass_keeps_the_original_ingress_port():
 @pytest.mark.parametrize("ports", [(512,), (68,)])
 def test_up_ports_that_cannot_be_an_up_port_are_refused(ports):
     with pytest.raises(P4subError, match="up port"):
-        tofino.build(compile_text(scalar_spec(), SCALAR_RULES), tofino.network_options(ports))
+        tofino.build(compile_text(scalar_spec(), SCALAR_RULES, delivery="groups"), tofino.network_options(ports))
 
 
 # -- (b) p4test accepts the routed programs --------------------------------------------------------
