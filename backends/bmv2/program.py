@@ -252,7 +252,7 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
     if bitmap:
         width = pipeline.delivery.width
         members.append(Member(bits(width), PORT_BIT_FIELD.removeprefix("meta.")))
-        action = ir.Action(PORT_BIT_ACTION, (ir.Param("bit", width),), (ir.Primitive("set_meta", (PORT_BIT_FIELD, "bit")),))
+        action = ir.Action(PORT_BIT_ACTION, (ir.Param("mask", width),), (ir.Primitive("set_meta", (PORT_BIT_FIELD, "mask")),))
         ports = pipeline.delivery.ports
         size = options.table_sizes.get(PORT_BIT_TABLE, max(64, math.ceil(len(ports) * 1.25)))
         if len(ports) > size:

@@ -103,7 +103,7 @@ def bitmap(pipeline: ir.Pipeline, mode: str) -> Batched:
         raise TargetError(f"tofino: a port bitmap of {pipeline.delivery.width} bits")
     base = single(pipeline, mode)
     d = pipeline.delivery
-    action = ir.Action(PORT_BIT_ACTION, (ir.Param("bit", d.width),), (ir.Primitive("set_meta", (PORT_BIT_FIELD, "bit")),))
+    action = ir.Action(PORT_BIT_ACTION, (ir.Param("mask", d.width),), (ir.Primitive("set_meta", (PORT_BIT_FIELD, "mask")),))
     table = ir.Table(PORT_BIT_TABLE, (ir.Key(EGRESS_PORT_KEY, 9, "exact"),), (PORT_BIT_ACTION, "NoAction"), "NoAction",
                      size=max(64, -(-len(d.ports) * 5 // 4)), role="port_bit")
     entries = tuple(ir.Entry(PORT_BIT_TABLE, (ir.Exact(p),), PORT_BIT_ACTION, (d.bit(p),)) for p in d.ports)

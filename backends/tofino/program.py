@@ -131,6 +131,9 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     recirc = bool(pass_of) and max(pass_of.values(), default=0) > 0
     if recirc and union:
         unsupported(target.name, "a pipeline that needs two passes and evaluates several messages per packet")
+    if recirc and batched.bitmap is not None:
+        unsupported(target.name, "a pipeline that needs two passes with port-bitmap delivery (more lanes make the "
+                                 "lanes shorter: --lanes)")
     stage = network_stage(layout.options.network_up_ports, target)
     network_members = stage.bridged(target) if stage else []
     extra_types, ingress_members, egress_members, emits = [], [], [], []

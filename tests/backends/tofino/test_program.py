@@ -30,8 +30,38 @@ MAX = (1 << 24) - 1
 
 @pytest.fixture(scope="module")
 def scalar():
-    pipeline = compile_text(scalar_spec(), SCALAR_RULES)
+    pipeline = compile_text(scalar_spec(), SCALAR_RULES, delivery="groups")
     return pipeline, tofino.build(pipeline)
+
+
+@pytest.fixture(scope="module")
+def scalar_bitmap():
+    pipeline = compile_text(scalar_spec(), SCALAR_RULES, delivery="bitmap", lanes=2)
+    return pipeline, tofino.build(pipeline)
+
+
+def test_bitmap_program_ors_the_lanes_bitmaps_and_prunes_copies_in_the_egress(scalar_bitmap):
+    pipeline, r = scalar_bitmap
+    d = pipeline.delivery
+    assert pipeline.lanes == 2 and d.fields == ("meta.p4sub_ports", "meta.p4sub_ports_l1")
+    text = r.program.text
+    ingress, egress = control_body(text, "SwitchIngress"), control_body(text, "SwitchEgress")
+    assert set(tables_in(ingress)) == {t.name for t in pipeline.tables}
+    assert set(tables_in(egress)) == {"p4sub_port_bit"}
+    w = d.width
+    assert "meta.p4sub_ports = meta.p4sub_ports | meta.p4sub_ports_l1;" in ingress
+    assert f"if (meta.p4sub_ports != {w}w0) {{" in ingress and "ig_intr_md_for_tm.mcast_grp_a = 16w1;" in ingress
+    assert "hdr.p4sub_bridge.p4sub_ports = meta.p4sub_ports;" in ingress
+    assert f"if ((hdr.p4sub_bridge.p4sub_ports & meta.p4sub_port_bit) == {w}w0) {{" in egress
+    assert "eg_intr_md.egress_port : exact" in egress
+    # each lane ORs into its own bitmap, so the estimate may put both lanes' tables in one stage
+    stages = {u.name: u.first_stage for u in r.estimate.tables}
+    assert stages["field_" + pipeline.field_order[0].replace(".", "_")] is not None
+    port_bits = [rec for rec in r.entries["entries"] if rec["table_name"] == "pipe.SwitchEgress.p4sub_port_bit"]
+    assert [rec["key"]["eg_intr_md.egress_port"]["value"] for rec in port_bits] == list(d.ports)
+    assert [rec["data"]["mask"] for rec in port_bits] == [1 << i for i in range(len(d.ports))]
+    assert [(g.id, g.ports) for g in pipeline.multicast_groups] == [(1, d.ports)]
+    assert text.count("{") == text.count("}")
 
 
 def test_program_uses_tna_exactly(scalar):
