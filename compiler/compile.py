@@ -65,6 +65,7 @@ class CompileOptions:
     lanes: int | None = None  # None: chosen (1 for groups)
     max_lanes: int = 8
     budget: Budget = field(default_factory=Budget)
+    order_search: float = 0.0  # seconds of field-order search (sifting) over all lanes
 
 
 @dataclass
@@ -111,8 +112,14 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     if delivery in ("bitmap", "auto"):
         cubes_of = [bdd.rule_cubes(typed, options.dnf_limit, (i,)) for i in range(len(typed.rules))]
         pinned = [i for i, r in enumerate(typed.rules) if rule_actions(r).calls]
-        choice = choose_lanes(cubes_of, typed.fields, lanes=options.lanes, max_lanes=options.max_lanes,
-                              field_order=order, pinned=pinned)
+        # A candidate four times the entry budget is not worth finishing: no layout of it will fit.
+        try:
+            choice = choose_lanes(cubes_of, typed.fields, lanes=options.lanes, max_lanes=options.max_lanes,
+                                  field_order=order, pinned=pinned, max_edges=4 * options.budget.entries,
+                                  search_seconds=options.order_search)
+        except bdd.DiagramTooLarge as exc:
+            raise CompileError(f"the rules do not fit {options.budget.entries} entries exactly in up to "
+                               f"{options.max_lanes} lanes ({exc}); raise --max-lanes or the budget") from None
         ports = sorted({p for r in typed.rules for p in rule_actions(r).ports} | set(options.tables.min_ports))
         pipeline = build_lanes(choice.diagrams, spec, bitmap_delivery(ports, len(choice.diagrams)), options.tables)
         stats = pipeline_stats(pipeline, 0.0)

@@ -20,6 +20,7 @@ tables are.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -77,24 +78,121 @@ def spread(sigs: Sequence[frozenset[str]], n: int, pinned: Sequence[int] = ()) -
     return [sorted(lane) for lane in lanes if lane] or [[]]  # no rules: one empty lane
 
 
+def completion_order(sigs: Sequence[frozenset[str]], fields: Sequence[str]) -> list[str]:
+    """A field order that closes rules soon after it opens them.
+
+    A rule is *open* between its first and its last field: the diagram must remember whether it
+    matched so far, and open rules of different signatures multiply the nodes. Greedily, the next
+    field is the one that completes the most rules and opens the fewest new ones (ties: ``fields``'
+    order, the default heuristic's).
+    """
+    weight: dict[frozenset[str], int] = {}
+    for s in sigs:
+        if s:
+            weight[s] = weight.get(s, 0) + 1
+    placed: set[str] = set()
+    order: list[str] = []
+    rank = {f: i for i, f in enumerate(fields)}
+    remaining = list(fields)
+    while remaining:
+        def gain(f: str) -> tuple[int, int]:
+            score = 0
+            for sig, w in weight.items():
+                if f not in sig:
+                    continue
+                if sig - placed == {f}:
+                    score += w  # completed here
+                elif not sig & placed:
+                    score -= w  # opened here
+            return score, -rank[f]
+        best = max(remaining, key=gain)
+        order.append(best)
+        placed.add(best)
+        remaining.remove(best)
+    return order
+
+
+def build_lane(cubes: Cubes, fields: dict[str, QueryField], *, field_order: Sequence[str] | None,
+               max_edges: int | None, search_seconds: float = 0.0) -> Diagram:
+    """One lane's diagram (outputs on edges) in the better of the default and the completion order,
+    then improved by sifting fields within ``search_seconds`` when asked (an explicit order is kept)."""
+    if field_order:
+        return build_cubes(cubes, fields, field_order=field_order, emit=True, max_edges=max_edges)
+    try:
+        default: Diagram | None = build_cubes(cubes, fields, emit=True, max_edges=max_edges)
+    except DiagramTooLarge:
+        default = None
+    best, size = default, edge_count(default) if default is not None else None
+    names = default.field_names if default is not None else _tested(cubes, fields)
+    sigs = [frozenset(n for n, _ in cube) for cube, _ in cubes]
+    other = completion_order(sigs, names)
+    if other != names:
+        try:
+            d = build_cubes(cubes, fields, field_order=other, emit=True,
+                            max_edges=size if size is not None else max_edges)
+            if size is None or edge_count(d) < size:
+                best, size = d, edge_count(d)
+        except DiagramTooLarge:
+            pass
+    if best is None:
+        raise DiagramTooLarge(f"a lane passed {max_edges} edges in every order tried")
+    if search_seconds > 0:
+        best = sift(cubes, fields, best, search_seconds)
+    return best
+
+
+def sift(cubes: Cubes, fields: dict[str, QueryField], start: Diagram, seconds: float) -> Diagram:
+    """Rudell's sifting on field order with the compiled size (edges) as the cost: each field in turn
+    is tried at every position and left where the diagram is smallest, until no move helps or time is up."""
+    deadline = time.monotonic() + seconds
+    best, size = start, edge_count(start)
+    improved = True
+    while improved and time.monotonic() < deadline:
+        improved = False
+        for f in list(best.field_names):
+            order = [g for g in best.field_names if g != f]
+            for pos in range(len(order) + 1):
+                if time.monotonic() >= deadline:
+                    return best
+                trial = order[:pos] + [f] + order[pos:]
+                if trial == best.field_names:
+                    continue
+                try:
+                    d = build_cubes(cubes, fields, field_order=trial, emit=True, max_edges=size - 1)
+                except DiagramTooLarge:
+                    continue
+                best, size, improved = d, edge_count(d), True
+                order = [g for g in best.field_names if g != f]
+    return best
+
+
+def _tested(cubes: Cubes, fields: dict[str, QueryField]) -> list[str]:
+    used = {n for cube, _ in cubes for n, _ in cube}
+    return [f for f in fields if f in used]
+
+
 def choose_lanes(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], *, lanes: int | None,
                  max_lanes: int, field_order: Sequence[str] | None = None,
-                 pinned: Sequence[int] = (), progress: Callable[[str], None] | None = None) -> LaneChoice:
+                 pinned: Sequence[int] = (), max_edges: int | None = None, search_seconds: float = 0.0,
+                 progress: Callable[[str], None] | None = None) -> LaneChoice:
     """Compile the rules in ``lanes`` lanes, or (``None``) in the lane count up to ``max_lanes`` that
-    gives the fewest edges. Each lane's diagram has outputs on edges."""
+    gives the fewest edges (ties: fewer lanes). Counts are tried from the most lanes down, so that the
+    first candidate is the one least likely to blow up and later ones stop as soon as they are worse.
+    Each lane's diagram has outputs on edges. ``max_edges`` bounds every candidate."""
     sigs = signatures(cubes_of)
-    counts = [lanes] if lanes is not None else _candidates(len(set(sigs)), max_lanes)
+    counts = [lanes] if lanes is not None else sorted(_candidates(len(set(sigs)), max_lanes), reverse=True)
     best: LaneChoice | None = None
     tried: list[tuple[int, int | None]] = []
     for n in counts:
         parts = spread(sigs, n, pinned)
-        limit = best.size if best is not None else None
+        limit = best.size if best is not None else max_edges
         try:
             diagrams, size = [], 0
             for part in parts:
                 cubes = [c for i in part for c in cubes_of[i]]
-                d = build_cubes(cubes, fields, field_order=field_order, emit=True,
-                                max_edges=None if limit is None else limit - size)
+                d = build_lane(cubes, fields, field_order=field_order,
+                               max_edges=None if limit is None else limit - size,
+                               search_seconds=search_seconds / len(parts))
                 diagrams.append(d)
                 size += edge_count(d)
         except DiagramTooLarge:
@@ -105,12 +203,11 @@ def choose_lanes(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], *, la
         tried.append((len(parts), size))
         if progress:
             progress(f"lanes: {len(parts)} lanes -> {size} edges")
-        if best is None or size < best.size:
+        if best is None or size <= best.size:
             best = LaneChoice(tuple(tuple(p) for p in parts), tuple(diagrams), size, ())
-    assert best is not None
+    if best is None:
+        raise DiagramTooLarge(f"every lane count tried passed {max_edges} edges")
     return LaneChoice(best.lanes, best.diagrams, best.size, tuple(tried))
-
-
 def _candidates(distinct: int, max_lanes: int) -> list[int]:
     """Lane counts to try: 1, 2, 4, ... up to ``max_lanes`` and no more than the distinct signatures."""
     top = max(1, min(max_lanes, distinct))

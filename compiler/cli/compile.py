@@ -40,6 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="independent table chains the rules are split into (bitmap delivery); auto picks the count "
                         "up to --max-lanes with the smallest compiled size")
     p.add_argument("--max-lanes", type=int, default=8, help="most lanes auto may use (default 8)")
+    p.add_argument("--order-search", type=float, default=0.0, metavar="SECONDS",
+                   help="search field orders per lane (sifting, the compiled size as the cost) for this long")
     p.add_argument("--budget", default="", metavar="entries=N,groups=M,stages=S",
                    help=f"what the pipeline may use (default entries={Budget().entries},groups={Budget().groups},"
                         f"stages={Budget().stages}); auto delivery picks a layout that fits")
@@ -66,7 +68,9 @@ def options_from_args(args: argparse.Namespace) -> CompileOptions:
     options = CompileOptions(field_order=tuple(field_order_arg(args.field_order)), dnf_limit=args.dnf_limit,
                              tables=TableOptions(range_encoding=args.range_encoding, per_field_encoding=per_field),
                              delivery=args.delivery, lanes=lanes_arg(args.lanes), max_lanes=args.max_lanes,
-                             budget=parse_budget(args.budget))
+                             budget=parse_budget(args.budget), order_search=args.order_search)
+    if not args.order_search >= 0 or args.order_search != args.order_search or args.order_search > 86400:
+        raise P4subError(f"--order-search {args.order_search}: expected seconds between 0 and 86400")
     if getattr(args, "like", None):
         options = like_options(args.like, options)
     return options
