@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from compiler import bdd, ir
+from compiler.budget import Selectivity, Widening, widenings
 from compiler.dnf import DEFAULT_LIMIT, rule_actions
 from compiler.errors import CompileError, P4subError
 from compiler.lang import read_rules
@@ -66,6 +68,8 @@ class CompileOptions:
     max_lanes: int = 8
     budget: Budget = field(default_factory=Budget)
     order_search: float = 0.0  # seconds of field-order search (sifting) over all lanes
+    exact: bool = False  # refuse to widen rules when no exact layout fits the budget
+    sample: dict | None = None  # packets (field -> values) for the selectivity of constraints (compiler.budget)
 
 
 @dataclass
@@ -76,6 +80,7 @@ class Compiled:
     stats: dict
     diagrams: tuple[bdd.Diagram, ...] = ()
     lanes: LaneChoice | None = None
+    widening: Widening | None = None  # None: exact
 
     def evaluate(self, values: dict[str, int]):
         """What the diagrams give one packet: the union over lanes."""
@@ -110,27 +115,14 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     candidates: list[Compiled] = []
     notes: list[str] = []
     if delivery in ("bitmap", "auto"):
-        cubes_of = [bdd.rule_cubes(typed, options.dnf_limit, (i,)) for i in range(len(typed.rules))]
-        pinned = [i for i, r in enumerate(typed.rules) if rule_actions(r).calls]
-        # A candidate four times the entry budget is not worth finishing: no layout of it will fit.
-        try:
-            choice = choose_lanes(cubes_of, typed.fields, lanes=options.lanes, max_lanes=options.max_lanes,
-                                  field_order=order, pinned=pinned, max_edges=4 * options.budget.entries,
-                                  search_seconds=options.order_search)
-        except bdd.DiagramTooLarge as exc:
-            raise CompileError(f"the rules do not fit {options.budget.entries} entries exactly in up to "
-                               f"{options.max_lanes} lanes ({exc}); raise --max-lanes or the budget") from None
-        ports = sorted({p for r in typed.rules for p in rule_actions(r).ports} | set(options.tables.min_ports))
-        pipeline = build_lanes(choice.diagrams, spec, bitmap_delivery(ports, len(choice.diagrams)), options.tables)
-        stats = pipeline_stats(pipeline, 0.0)
-        notes += [f"bitmap: {n} lanes -> " + (f"{s} edges" if s is not None else "abandoned") for n, s in choice.tried]
-        candidates.append(Compiled(typed, choice.diagrams[0], pipeline, stats, choice.diagrams, choice))
+        candidates.append(_bitmap(spec, typed, options, notes))
     if delivery in ("groups", "auto") and (options.lanes or 1) == 1:
         # Under auto, stop building a diagram that cannot fit (more edges than the entry budget) or
         # cannot win (many times the bitmap layout's edges).
         limit = None
         if delivery == "auto":
-            limit = min(options.budget.entries, max(8 * candidates[0].lanes.size, 50_000)) if candidates else options.budget.entries
+            exact = [c for c in candidates if c.widening is None]
+            limit = min(options.budget.entries, max(2 * exact[0].lanes.size, 20_000)) if exact else options.budget.entries
         try:
             diagram = bdd.build(typed, field_order=order, dnf_limit=options.dnf_limit, max_edges=limit)
         except bdd.DiagramTooLarge:
@@ -141,15 +133,57 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     for c in candidates:
         c.stats["budget_misses"] = options.budget.misses(c.stats)
         c.stats["cost_bits"] = layout_cost(c.stats, c.pipeline)
-    best = min(candidates, key=lambda c: (bool(c.stats["budget_misses"]), c.stats["cost_bits"]))
+    # What fits first, then exact before approximate, then the cheaper.
+    best = min(candidates, key=lambda c: (bool(c.stats["budget_misses"]), c.widening is not None, c.stats["cost_bits"]))
     for c in candidates:
         if c is not best:
             notes.append(f"{c.stats['delivery']}: {c.stats['total_entries']} entries, {c.stats['multicast_groups']} "
                          f"groups, cost {c.stats['cost_bits']} bits" + (" (does not fit: " + "; ".join(
                              c.stats["budget_misses"]) + ")" if c.stats["budget_misses"] else ""))
     best.stats["layout_notes"] = notes
+    best.stats["exact"] = best.widening is None
+    if best.widening is not None:
+        best.stats["approximation"] = best.widening.to_json()
     best.stats["compile_seconds"] = round(time.perf_counter() - start, 4)
     return best
+
+
+def _bitmap(spec: Spec, typed: TypedRules, options: CompileOptions, notes: list[str]) -> Compiled:
+    """The port-bitmap candidate: exact in lanes when that fits the budget, else the first widening
+    of the rules (:mod:`compiler.budget`) that does, unless ``options.exact``."""
+    cubes_of = [bdd.rule_cubes(typed, options.dnf_limit, (i,)) for i in range(len(typed.rules))]
+    pinned = [i for i, r in enumerate(typed.rules) if rule_actions(r).calls]
+    ports = sorted({p for r in typed.rules for p in rule_actions(r).ports} | set(options.tables.min_ports))
+    attempts: list[tuple[Widening | None, list]] = [(None, cubes_of)]
+    if not options.exact:
+        attempts = itertools.chain(attempts, widenings(cubes_of, Selectivity(typed.fields, options.sample)))
+    last: Compiled | None = None
+    for widening, cubes in attempts:
+        if widening is not None and not widening.dropped:
+            continue  # the same rules as the step before
+        name = widening.step if widening else "exact"
+        # A candidate four times the entry budget is not worth finishing: no layout of it will fit.
+        try:
+            choice = choose_lanes(cubes, typed.fields, lanes=options.lanes, max_lanes=options.max_lanes,
+                                  field_order=options.field_order or None, pinned=pinned,
+                                  max_edges=4 * options.budget.entries, search_seconds=options.order_search)
+        except bdd.DiagramTooLarge:
+            notes.append(f"bitmap {name}: more than {4 * options.budget.entries} edges in every lane count tried")
+            continue
+        pipeline = build_lanes(choice.diagrams, spec, bitmap_delivery(ports, len(choice.diagrams)), options.tables)
+        stats = pipeline_stats(pipeline, 0.0)
+        notes += [f"bitmap {name}: {n} lanes -> " + (f"{s} edges" if s is not None else "abandoned")
+                  for n, s in choice.tried]
+        last = Compiled(typed, choice.diagrams[0], pipeline, stats, choice.diagrams, choice, widening)
+        misses = options.budget.misses(stats)
+        if not misses:
+            return last
+        notes.append(f"bitmap {name}: " + "; ".join(misses))
+    if last is None:
+        raise CompileError(f"the rules do not fit {options.budget.entries} entries in up to {options.max_lanes} lanes"
+                           + ("" if options.exact else ", even with every rule cut to one constraint")
+                           + "; raise --max-lanes or the budget")
+    return last
 
 
 def stacked_query_headers(spec: Spec, typed: TypedRules) -> list[str]:

@@ -85,6 +85,18 @@ def like_options(old_out: str, options: CompileOptions) -> CompileOptions:
     return like(ir.load(path), options)
 
 
+def check_like(old: ir.Pipeline, new: ir.Pipeline, old_out: str) -> None:
+    """Refuse a ``--like`` compile whose program would differ from the old one (other tables, another
+    bitmap): installing it would need a new program, not entry changes."""
+    old_tables, new_tables = {t.name for t in old.tables}, {t.name for t in new.tables}
+    if old_tables != new_tables or old.delivery.ports != new.delivery.ports:
+        diff = sorted(old_tables ^ new_tables)
+        raise P4subError(f"--like {old_out}: the new rules need another program ("
+                         + (f"tables {', '.join(diff[:6])}{' ...' if len(diff) > 6 else ''} differ"
+                            if diff else f"bitmap ports {list(new.delivery.ports)} instead of {list(old.delivery.ports)}")
+                         + "); compile without --like and install the new program")
+
+
 def run(args: argparse.Namespace) -> int:
     from compiler.lang import read_rules
     from compiler.spec_reader import read_spec
@@ -95,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
     if backend is not None and hasattr(backend, "compile_options"):
         options = replace(options, tables=backend.compile_options(spec, options.tables))  # the target's encodings
     compiled = compile_rules(spec, read_rules(args.rules), options)
+    if args.like:
+        check_like(ir.load(Path(args.like) / "pipeline.json"), compiled.pipeline, args.like)
     if compiled.stats.get("budget_misses"):
         print("warning: the pipeline does not fit the budget: " + "; ".join(compiled.stats["budget_misses"]),
               file=sys.stderr)

@@ -106,8 +106,11 @@ def test_like_keeps_state_width_and_table_sizes_of_an_earlier_compile(files, cap
 
     big = RULES + "".join(f"msg.stock == S{i} and msg.price > {i}: fwd({i % 5 + 1});\n" for i in range(40))
     (files / "big.sub").write_text(big)
-    assert main(["compile", str(files / "s.p4"), str(files / "big.sub"), "-o", str(files / "v1"), "--target", "bmv2"]) == 0
-    assert main(["compile", str(files / "s.p4"), str(files / "r.sub"), "-o", str(files / "v2"), "--target", "bmv2"]) == 0
+    groups = ["--delivery", "groups"]
+    assert main(["compile", str(files / "s.p4"), str(files / "big.sub"), "-o", str(files / "v1"), "--target", "bmv2",
+                 *groups]) == 0
+    assert main(["compile", str(files / "s.p4"), str(files / "r.sub"), "-o", str(files / "v2"), "--target", "bmv2",
+                 *groups]) == 0
     assert main(["compile", str(files / "s.p4"), str(files / "r.sub"), "-o", str(files / "v3"), "--target", "bmv2",
                  "--like", str(files / "v1")]) == 0
     v1, v2, v3 = (ir.load(files / v / "pipeline.json") for v in ("v1", "v2", "v3"))
@@ -122,3 +125,25 @@ def test_like_keeps_state_width_and_table_sizes_of_an_earlier_compile(files, cap
     assert main(["compile", str(files / "s.p4"), str(files / "r.sub"), "-o", str(files / "v4"),
                  "--like", str(files / "nowhere")]) == 2
     assert "--like" in capsys.readouterr().err
+
+
+def test_like_keeps_a_bitmap_layout_or_refuses_with_the_reason(files, capsys) -> None:
+    from compiler import ir
+
+    more = RULES + "".join(f"msg.stock == S{i} and msg.price > {i}: fwd({i % 3 + 1});\n" for i in range(20))
+    (files / "more.sub").write_text(more)
+    bitmap = ["--delivery", "bitmap", "--target", "bmv2"]
+    assert main(["compile", str(files / "s.p4"), str(files / "more.sub"), "-o", str(files / "b1"), *bitmap]) == 0
+    fewer = RULES + 'msg.stock == "S1" and msg.price > 7: fwd(3);\n'
+    (files / "fewer.sub").write_text(fewer)
+    assert main(["compile", str(files / "s.p4"), str(files / "fewer.sub"), "-o", str(files / "b2"), "--target", "bmv2",
+                 "--like", str(files / "b1")]) == 0
+    b1, b2 = ir.load(files / "b1"), ir.load(files / "b2")
+    assert b2.delivery == b1.delivery and b2.lanes == b1.lanes
+    assert (files / "b2" / "program.p4").read_text() == (files / "b1" / "program.p4").read_text()
+    # a port the old bitmap lacks needs another program: refused, nothing written
+    (files / "new_port.sub").write_text(RULES + "msg.shares > 5: fwd(9);\n")
+    capsys.readouterr()
+    assert main(["compile", str(files / "s.p4"), str(files / "new_port.sub"), "-o", str(files / "b3"),
+                 "--target", "bmv2", "--like", str(files / "b1")]) == 2
+    assert "another program" in capsys.readouterr().err and not (files / "b3").exists()
