@@ -12,7 +12,8 @@ each field's domain. Dropping constraint ``c`` of a cube whose other constraints
 selective constraints. The steps, each compiled and kept as soon as it fits:
 
 1. drop the constraints that almost every packet satisfies (``sel >= 0.99``: ``x != 5``), nearly free;
-2. keep at most ``k`` constraints per cube, for ``k`` from the largest cube's size down to 1.
+2. keep at most ``k`` constraints per cube, for ``k`` from the largest cube's size down to 0 (at 0
+   every subscriber gets every packet it could: the last resort, which always fits).
 
 The compiler reports the step taken and how many constraints it dropped; the runtime measures the
 extra deliveries on a trace (:mod:`runtime.extra_deliveries`).
@@ -75,7 +76,7 @@ def widenings(cubes_of: Sequence[Cubes], sel: Selectivity) -> Iterator[tuple[Wid
     largest = max((len(cube) for cubes in cubes_of for cube, _ in cubes), default=0)
     free = [[(tuple((n, s) for n, s in cube if sel(n, s) < FREE), a) for cube, a in cubes] for cubes in cubes_of]
     yield _step("free", None, cubes_of, free)
-    for k in range(largest - 1, 0, -1):
+    for k in range(largest - 1, -1, -1):
         kept = [[(_keep(cube, k, sel), a) for cube, a in cubes] for cubes in free]
         yield _step(f"keep-{k}", k, cubes_of, kept)
 

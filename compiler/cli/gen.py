@@ -1,4 +1,4 @@
-"""``p4sub gen``: generate ITCH feeds, INT traces and subscription workloads.
+"""``p4sub gen``: generate ITCH feeds, INT traces, Siena messages and subscription workloads.
 
 Each generator is seeded and deterministic; long runs report progress on stderr. Summaries go
 to stderr too, so that ``p4sub gen rules -o -`` can be piped.
@@ -120,6 +120,11 @@ def run_rules(args: argparse.Namespace) -> int:
     from apps import workloads as w
 
     lines: Iterator[str]
+    if args.spec_out is not None and args.workload != "siena":
+        raise P4subError(f"--spec-out writes the Siena spec; it does not apply to --workload {args.workload}")
+    if args.spec_out == "-":
+        raise P4subError("--spec-out needs a file name (the rules may be on stdout)")
+    spec_text: str | None = None
     if args.workload == "itch":
         lo, hi = args.constraints or (2, 2)
         if lo != hi:
@@ -137,14 +142,52 @@ def run_rules(args: argparse.Namespace) -> int:
             value_distribution=args.value_distribution, zipf=args.zipf, header=args.header, hosts=args.hosts,
         )
         lines = w.siena_rules(args.filters, cfg, args.seed)
+        if args.spec_out is not None:
+            from apps.siena.spec import siena_spec_text
+
+            spec_text = siena_spec_text(cfg)  # before any output: a bad --header writes nothing
     progress = _Progress("gen rules", args.progress or (not args.quiet and args.filters >= 1_000_000 and args.output != "-"))
     started = time.monotonic()
     written = _write_lines(args.output, lines, lambda n: progress(n, args.filters))
     progress.finish()
+    if spec_text is not None:
+        _write_text(args.spec_out, spec_text)
     if not args.quiet:
         print(f"wrote {args.output if args.output != '-' else 'stdout'}: {written - 1:,} {args.workload} rules "
               f"in {time.monotonic() - started:.1f} s", file=sys.stderr)
+        if spec_text is not None:
+            print(f"wrote {args.spec_out}: the Siena spec these rules test", file=sys.stderr)
     return 0
+
+
+def run_siena(args: argparse.Namespace) -> int:
+    from apps import workloads as w
+    from apps.siena.trace import DEFAULT_ENDPOINTS, siena_packets, write_siena_pcap
+
+    if args.packets < 0:
+        raise P4subError("--packets must be >= 0")
+    # Constraints and operators only shape rules; keep them valid for any --attributes.
+    cfg = w.SienaConfig(
+        attributes=args.attributes, constraints=(1, max(1, min(4, args.attributes))), int_fraction=args.int_fraction,
+        values=args.values, value_distribution=args.value_distribution, zipf=args.zipf, header=args.header,
+    )
+    started = time.monotonic()
+    columns = siena_packets(args.packets, cfg, args.seed)  # validates everything before the file exists
+    progress = _Progress("gen siena", args.progress or (not args.quiet and args.packets >= 1_000_000))
+    n = write_siena_pcap(args.output, columns, DEFAULT_ENDPOINTS, udp_checksum=not args.no_udp_checksum, progress=progress)
+    progress.finish()
+    if not args.quiet:
+        print(f"wrote {args.output}: {n:,} Siena messages of {cfg.attributes} attributes "
+              f"in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _write_text(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as exc:
+        raise P4subError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
 def _write_lines(path: str, lines: Iterator[str], progress: Callable[[int], None]) -> int:
@@ -170,7 +213,7 @@ def _write_lines(path: str, lines: Iterator[str], progress: Callable[[int], None
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = add_command(
-        sub, "gen", "generate ITCH feeds, INT traces and subscription workloads",
+        sub, "gen", "generate ITCH feeds, INT traces, Siena messages and subscription workloads",
         "p4sub gen itch --messages 1000000 --symbols 100 --zipf 1.1 --batch 1-12 --seed 1 -o feed.pcap",
     )
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
@@ -215,6 +258,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     intp.add_argument("-o", "--output", required=True, help="output pcap")
     intp.set_defaults(func=run_int)
 
+    siena = add_command(
+        gen, "siena", "Siena-style messages over UDP (pcap), drawn like the constants of gen rules --workload siena",
+        "p4sub gen siena --packets 100000 --attributes 10 --int-fraction 0.7 --values 1000 --seed 1 -o siena.pcap",
+    )
+    siena.add_argument("--packets", type=int, default=10_000, help="messages, one per packet (10000)")
+    siena.add_argument("--attributes", type=int, default=10, help="attributes per message (10)")
+    siena.add_argument("--int-fraction", type=float, default=0.7, help="share of integer attributes (0.7)")
+    siena.add_argument("--values", type=int, default=1000, help="distinct values per attribute (1000)")
+    siena.add_argument("--value-distribution", choices=("uniform", "zipf"), default="uniform", help="(uniform)")
+    siena.add_argument("--zipf", type=float, default=1.0, help="Zipf exponent of values (1.0)")
+    siena.add_argument("--header", default="siena", help="header name of the attributes (siena)")
+    siena.add_argument("--seed", type=int, default=0, help="random seed; the rules' seed shares their words (0)")
+    siena.add_argument("--no-udp-checksum", action="store_true", help="send UDP checksum 0 instead of computing it")
+    siena.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
+    siena.add_argument("--progress", action="store_true", help="report progress on stderr even for short runs")
+    siena.add_argument("-o", "--output", required=True, help="output pcap")
+    siena.set_defaults(func=run_siena)
+
     rules = add_command(
         gen, "rules", "subscription workloads: Camus ITCH, INT, hICN, Siena-style",
         "p4sub gen rules --workload itch --filters 100000 --symbols 100 --seed 1 -o rules.sub",
@@ -239,6 +300,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rules.add_argument("--value-distribution", choices=("uniform", "zipf"), default="uniform", help="siena (uniform)")
     rules.add_argument("--zipf", type=float, default=1.0, help="siena: Zipf exponent (1.0)")
     rules.add_argument("--header", default="siena", help="siena: header name of the attributes (siena)")
+    rules.add_argument("--spec-out", metavar="FILE", help="siena: also write the matching P4 spec to FILE")
     rules.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
     rules.add_argument("--progress", action="store_true", help="report progress on stderr even for short runs")
     rules.add_argument("-o", "--output", default="-", help="output file, - for stdout (-)")

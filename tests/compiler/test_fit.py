@@ -1,0 +1,174 @@
+"""Fitting a switch: lanes, port bitmaps and budgets keep the pipeline exact, or a proved superset.
+
+The oracle (compiler/oracle.py) and the BDD proof (compiler/verify.py) judge; the model runs the
+compiled tables. Rule sets are Siena-like: several attributes, one to four constraints each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compiler import ir, oracle
+from compiler import rules as ast
+from compiler.compile import Budget, CompileOptions, compile_rules
+from compiler.lanes import completion_order, spread
+from compiler.verify import verify
+from runtime.extra_deliveries import measure
+from runtime.model import Model
+from tests.compiler.specs import make_spec
+
+ATTRS = [f"s.a{i}" for i in range(6)]
+SPEC = make_spec({name: (8, {}) for name in ATTRS})
+
+
+def constraint(name: str) -> st.SearchStrategy[ast.Comparison]:
+    return st.builds(lambda op, v: ast.Comparison(ast.Field(name), op, ast.Number(v)),
+                     st.sampled_from(["==", "!=", "<", ">", "<=", ">="]), st.integers(0, 255))
+
+
+@st.composite
+def siena_rule(draw) -> ast.Rule:
+    names = draw(st.lists(st.sampled_from(ATTRS), min_size=1, max_size=4, unique=True))
+    parts = tuple(draw(constraint(n)) for n in names)
+    ports = tuple(sorted(draw(st.sets(st.integers(1, 6), min_size=1, max_size=2))))
+    return ast.Rule(ast.And(parts) if len(parts) > 1 else parts[0], (ast.Forward(ports),))
+
+
+packets = st.lists(st.fixed_dictionaries({n: st.integers(0, 255) for n in ATTRS}), min_size=1, max_size=30)
+
+
+def model_sets(pipeline: ir.Pipeline, pkts: list[dict[str, int]]) -> list[frozenset[int]]:
+    model = Model(pipeline)
+    return model.run({f: np.array([p[f] for p in pkts], dtype=np.uint64) for f in model.inputs},
+                     rows=len(pkts)).port_sets()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(siena_rule(), min_size=1, max_size=12), packets, st.integers(1, 5))
+def test_lanes_forward_exactly_where_the_rules_say(rules, pkts, lanes):
+    compiled = compile_rules(SPEC, ast.RuleSet(tuple(rules)), CompileOptions(delivery="bitmap", lanes=lanes))
+    assert compiled.pipeline.lanes <= lanes
+    for pkt, got in zip(pkts, model_sets(compiled.pipeline, pkts)):
+        assert got == oracle.evaluate(compiled.typed, pkt).ports
+    assert verify(compiled.pipeline, compiled.typed).equivalent
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(siena_rule(), min_size=2, max_size=12), packets, st.data())
+def test_a_broken_entry_in_any_lane_is_caught(rules, pkts, data):
+    compiled = compile_rules(SPEC, ast.RuleSet(tuple(rules)), CompileOptions(delivery="bitmap", lanes=3))
+    pipeline = compiled.pipeline
+    with_ports = [i for i, e in enumerate(pipeline.entries) if e.action.endswith("set_state_ports")]
+    if not with_ports:
+        return
+    i = data.draw(st.sampled_from(with_ports))
+    e = pipeline.entries[i]
+    ports = e.args[1]
+    flipped = ports ^ (1 << data.draw(st.integers(0, pipeline.delivery.width - 1)))
+    broken = dataclasses.replace(pipeline, entries=pipeline.entries[:i] + (dataclasses.replace(
+        e, args=(e.args[0], flipped)),) + pipeline.entries[i + 1:])
+    verdict = verify(broken, compiled.typed)
+    # Another lane may deliver the same port to the same packets (then the flip changes nothing);
+    # otherwise a sampled packet that tells them apart must make verify fail, and every difference
+    # verify reports must be real.
+    wrong = [p for p, got in zip(pkts, model_sets(broken, pkts)) if got != oracle.evaluate(compiled.typed, p).ports]
+    assert verdict.equivalent == (not wrong) or (not verdict.equivalent and not wrong)
+    for d in verdict.differences:
+        port = d.output[1]
+        for pkt, missing in ((d.missing, True), (d.extra, False)):
+            if pkt is not None:
+                assert (port in oracle.evaluate(compiled.typed, pkt).ports) == missing
+                assert (port in model_sets(broken, [pkt])[0]) != missing
+
+
+RING = ast.RuleSet(tuple(ast.Rule(ast.And((ast.Comparison(ast.Field(a), ">", ast.Number(5)),
+                                          ast.Comparison(ast.Field(b), "<", ast.Number(9)))), (ast.Forward((p,)),))
+                       for p, (a, b) in enumerate(zip(ATTRS, ATTRS[1:] + ATTRS[:1]), 1)))
+
+
+def test_each_lane_entry_that_decides_a_port_is_caught_when_broken():
+    """Every rule has its own port: clearing the bit an entry ORs in loses that port for the packets
+    that reach the entry, and verify says which."""
+    compiled = compile_rules(SPEC, RING, CompileOptions(delivery="bitmap", lanes=3))
+    pipeline = compiled.pipeline
+    checked = 0
+    for i, e in enumerate(pipeline.entries):
+        if not e.action.endswith("set_state_ports"):
+            continue
+        cleared = dataclasses.replace(e, args=(e.args[0], 0))
+        broken = dataclasses.replace(pipeline, entries=pipeline.entries[:i] + (cleared,) + pipeline.entries[i + 1:])
+        verdict = verify(broken, compiled.typed)
+        assert not verdict.equivalent and not verdict.sound
+        lost = {d.output[1] for d in verdict.differences}
+        assert lost == set(pipeline.delivery.ports_of(e.args[1]))
+        for d in verdict.differences:
+            assert d.output[1] not in model_sets(broken, [d.missing])[0]
+        checked += 1
+    assert checked >= len(RING.rules)
+
+
+def test_lanes_of_different_tables_share_no_metadata():
+    compiled = compile_rules(SPEC, RING, CompileOptions(delivery="bitmap", lanes=3))
+    p = compiled.pipeline
+    assert p.lanes == 3 and len(p.delivery.fields) == 3
+    for t in p.tables:
+        for k in t.keys:
+            if k.field.startswith("meta."):
+                assert k.field == ir.lane_state(t.lane) or k.field.startswith(f"meta.p4sub_code_{ir.lane_prefix(t.lane)}")
+        assert t.name.startswith(ir.lane_prefix(t.lane))
+
+
+def test_hub_spread_puts_each_rule_with_a_hub_it_tests():
+    sigs = [frozenset({"a", "b"}), frozenset({"a", "c"}), frozenset({"b", "c"}), frozenset({"d"}), frozenset({"a"})]
+    lanes, hubs = spread(sigs, 3)
+    assert hubs[0] in ("a", "b", "c") and len(lanes) == len(hubs) <= 3
+    placed = sorted(i for lane in lanes for i in lane)
+    assert placed == list(range(len(sigs)))
+    for lane, hub in zip(lanes, hubs):
+        for i in lane:
+            assert hub in sigs[i] or not any(h in sigs[i] for h in hubs)
+
+
+def test_completion_order_closes_rules_before_opening_others():
+    sigs = [frozenset({"a", "d"})] * 3 + [frozenset({"b", "c"})] * 3
+    order = completion_order(sigs, ["a", "b", "c", "d"])
+    assert abs(order.index("a") - order.index("d")) == 1 and abs(order.index("b") - order.index("c")) == 1
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(siena_rule(), min_size=4, max_size=14), packets)
+def test_a_budget_too_small_for_the_exact_compile_widens_rules_to_a_proved_superset(rules, pkts):
+    typed_rules = ast.RuleSet(tuple(rules))
+    exact = compile_rules(SPEC, typed_rules, CompileOptions(delivery="bitmap", lanes=1))
+    budget = Budget(entries=max(1, exact.stats["total_entries"] // 3))
+    compiled = compile_rules(SPEC, typed_rules, CompileOptions(delivery="bitmap", lanes=1, budget=budget))
+    verdict = verify(compiled.pipeline, compiled.typed)
+    assert verdict.sound  # never a missed delivery
+    assert not compiled.stats["budget_misses"]  # keeping no constraint at all always fits
+    if compiled.stats["exact"]:
+        assert verdict.equivalent
+    else:
+        assert compiled.stats["approximation"]["dropped_constraints"] > 0
+    for pkt, got in zip(pkts, model_sets(compiled.pipeline, pkts)):
+        assert oracle.evaluate(compiled.typed, pkt).ports <= got
+    cols = {f: np.array([p[f] for p in pkts], dtype=np.uint64) for f in ATTRS}
+    counts = measure(compiled.pipeline, compiled.typed, cols)
+    assert counts.missed == 0
+    assert counts.extra == sum(len(got - oracle.evaluate(compiled.typed, p).ports)
+                               for p, got in zip(pkts, model_sets(compiled.pipeline, pkts)))
+
+
+def test_exact_refuses_to_widen_when_nothing_fits():
+    rules = ast.RuleSet(tuple(ast.Rule(ast.And((ast.Comparison(ast.Field("s.a0"), ">", ast.Number(v)),
+                                                 ast.Comparison(ast.Field("s.a1"), "<", ast.Number(255 - v)))),
+                                       (ast.Forward((v % 5 + 1,)),)) for v in range(0, 200, 7)))
+    import pytest
+
+    from compiler.errors import CompileError
+
+    with pytest.raises(CompileError, match="do not fit 3 entries"):
+        compile_rules(SPEC, rules, CompileOptions(delivery="bitmap", lanes=1, budget=Budget(entries=3), exact=True))
