@@ -162,13 +162,13 @@ def _bitmap(spec: Spec, typed: TypedRules, options: CompileOptions, notes: list[
         if widening is not None and not widening.dropped:
             continue  # the same rules as the step before
         name = widening.step if widening else "exact"
-        # A candidate four times the entry budget is not worth finishing: no layout of it will fit.
+        # A candidate with twice the entry budget in edges is not worth finishing: it will not fit.
         try:
             choice = choose_lanes(cubes, typed.fields, lanes=options.lanes, max_lanes=options.max_lanes,
                                   field_order=options.field_order or None, pinned=pinned,
-                                  max_edges=4 * options.budget.entries, search_seconds=options.order_search)
+                                  max_edges=2 * options.budget.entries, search_seconds=options.order_search)
         except bdd.DiagramTooLarge:
-            notes.append(f"bitmap {name}: more than {4 * options.budget.entries} edges in every lane count tried")
+            notes.append(f"bitmap {name}: more than {2 * options.budget.entries} edges in every lane count tried")
             continue
         pipeline = build_lanes(choice.diagrams, spec, bitmap_delivery(ports, len(choice.diagrams)), options.tables)
         stats = pipeline_stats(pipeline, 0.0)
