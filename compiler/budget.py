@@ -12,8 +12,10 @@ each field's domain. Dropping constraint ``c`` of a cube whose other constraints
 selective constraints. The steps, each compiled and kept as soon as it fits:
 
 1. drop the constraints that almost every packet satisfies (``sel >= 0.99``: ``x != 5``), nearly free;
-2. keep at most ``k`` constraints per cube, for ``k`` from the largest cube's size down to 0 (at 0
-   every subscriber gets every packet it could: the last resort, which always fits).
+2. in rounds, drop the least selective constraint of the cubes where that costs least: the cheapest
+   eighth of the cubes with more than one constraint, then a quarter, half, all; repeat until every
+   cube has one constraint;
+3. last resort, which always fits: no constraint at all (each subscriber gets every packet).
 
 The compiler reports the step taken and how many constraints it dropped; the runtime measures the
 extra deliveries on a trace (:mod:`runtime.extra_deliveries`).
@@ -38,7 +40,7 @@ Cubes = list[tuple[Cube, tuple]]
 class Widening:
     """One approximation step: what it keeps, and what it cost in constraints."""
 
-    step: str  # "exact", "free" or "keep-K"
+    step: str  # "free", "round-R-S" (round R, the cheapest 1/S of the cubes), "keep-0"
     max_constraints: int | None
     dropped: int
     widened_rules: int
@@ -73,12 +75,25 @@ class Selectivity:
 
 def widenings(cubes_of: Sequence[Cubes], sel: Selectivity) -> Iterator[tuple[Widening, list[Cubes]]]:
     """The approximation steps in order, each with the rules' cubes widened (never narrowed)."""
-    largest = max((len(cube) for cubes in cubes_of for cube, _ in cubes), default=0)
-    free = [[(tuple((n, s) for n, s in cube if sel(n, s) < FREE), a) for cube, a in cubes] for cubes in cubes_of]
-    yield _step("free", None, cubes_of, free)
-    for k in range(largest - 1, -1, -1):
-        kept = [[(_keep(cube, k, sel), a) for cube, a in cubes] for cubes in free]
-        yield _step(f"keep-{k}", k, cubes_of, kept)
+    current = [[(tuple((n, s) for n, s in cube if sel(n, s) < FREE), a) for cube, a in cubes] for cubes in cubes_of]
+    yield _step("free", None, cubes_of, current)
+    round_ = 0
+    while True:
+        # The cubes that still have more than one constraint, cheapest drop first.
+        candidates = sorted(((_drop_cost(cube, sel), r, c) for r, cubes in enumerate(current)
+                             for c, (cube, _) in enumerate(cubes) if len(cube) > 1))
+        if not candidates:
+            break
+        round_ += 1
+        done = 0
+        for share in (8, 4, 2, 1):  # drop one constraint from the cheapest 1/8, then 1/4, ... of them
+            upto = max(1, len(candidates) // share)
+            for _, r, c in candidates[done:upto]:
+                cube, actions = current[r][c]
+                current[r] = current[r][:c] + [(_keep(cube, len(cube) - 1, sel), actions)] + current[r][c + 1:]
+            done = upto
+            yield _step(f"round-{round_}-{share}", None, cubes_of, [list(c) for c in current])
+    yield _step("keep-0", 0, cubes_of, [[((), a) for _, a in cubes] for cubes in current])
 
 
 def _keep(cube: Cube, k: int, sel: Selectivity) -> Cube:
@@ -87,6 +102,16 @@ def _keep(cube: Cube, k: int, sel: Selectivity) -> Cube:
         return cube
     ranked = sorted(range(len(cube)), key=lambda i: (sel(*cube[i]), i))[:k]
     return tuple(cube[i] for i in sorted(ranked))
+
+
+def _drop_cost(cube: Cube, sel: Selectivity) -> float:
+    """Extra deliveries per packet from dropping the cube's least selective constraint: the share of
+    packets that satisfy the others and not it (constraints taken as independent)."""
+    sels = sorted(sel(n, s) for n, s in cube)
+    rest = 1.0
+    for x in sels[:-1]:
+        rest *= x
+    return rest * (1.0 - sels[-1])
 
 
 def _step(name: str, k: int | None, before: Sequence[Cubes], after: list[Cubes]) -> tuple[Widening, list[Cubes]]:

@@ -40,6 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="independent table chains the rules are split into (bitmap delivery); auto picks the count "
                         "up to --max-lanes with the smallest compiled size")
     p.add_argument("--max-lanes", type=int, default=8, help="most lanes auto may use (default 8)")
+    p.add_argument("--exact", action="store_true",
+                   help="refuse (exit 2) rather than widen rules when no exact layout fits the budget")
+    p.add_argument("--trace", metavar="PCAP|JSONL",
+                   help="traffic sample: which constraints to widen first when the budget needs it, and the extra "
+                        "deliveries reported (default: uniform traffic over each field's domain)")
     p.add_argument("--order-search", type=float, default=0.0, metavar="SECONDS",
                    help="search field orders per lane (sifting, the compiled size as the cost) for this long")
     p.add_argument("--budget", default="", metavar="entries=N,groups=M,stages=S",
@@ -68,7 +73,7 @@ def options_from_args(args: argparse.Namespace) -> CompileOptions:
     options = CompileOptions(field_order=tuple(field_order_arg(args.field_order)), dnf_limit=args.dnf_limit,
                              tables=TableOptions(range_encoding=args.range_encoding, per_field_encoding=per_field),
                              delivery=args.delivery, lanes=lanes_arg(args.lanes), max_lanes=args.max_lanes,
-                             budget=parse_budget(args.budget), order_search=args.order_search)
+                             budget=parse_budget(args.budget), order_search=args.order_search, exact=args.exact)
     if not args.order_search >= 0 or args.order_search != args.order_search or args.order_search > 86400:
         raise P4subError(f"--order-search {args.order_search}: expected seconds between 0 and 86400")
     if getattr(args, "like", None):
@@ -83,6 +88,23 @@ def like_options(old_out: str, options: CompileOptions) -> CompileOptions:
     if not path.is_file():
         raise P4subError(f"--like {old_out}: {path} does not exist (give the -o directory of an earlier compile)")
     return like(ir.load(path), options)
+
+
+def report_widening(compiled, options: CompileOptions, trace: str | None) -> None:
+    """Measure and state what widening the rules costs: extra deliveries on the trace (or uniform traffic)."""
+    from runtime.extra_deliveries import measure
+    from runtime.sample import uniform
+
+    fields = dict(compiled.typed.fields)
+    sample = options.sample if options.sample is not None else uniform(fields)
+    counts = measure(compiled.pipeline, compiled.typed, {f: sample[f] for f in fields})
+    where = f"on {trace}" if trace else "under uniform traffic"
+    compiled.stats["extra_deliveries"] = {**counts.to_json(), "traffic": where}
+    a = compiled.stats["approximation"]
+    print(f"warning: no exact layout fits the budget; rules widened ({a['step']}: {a['dropped_constraints']} "
+          f"constraints dropped from {a['widened_rules']} rules): {counts.extra} extra deliveries for "
+          f"{counts.wanted} wanted ({100 * counts.extra_per_wanted:.2f} %) {where}, {counts.missed} missed",
+          file=sys.stderr)
 
 
 def check_like(old: ir.Pipeline, new: ir.Pipeline, old_out: str) -> None:
@@ -103,6 +125,10 @@ def run(args: argparse.Namespace) -> int:
 
     spec = read_spec(args.spec)
     options = options_from_args(args)
+    if args.trace:
+        from runtime.sample import read_sample
+
+        options = replace(options, sample=read_sample(args.trace, spec, dict(spec.query_fields)))
     backend = importlib.import_module(f"backends.{args.target}") if args.target != "none" else None
     if backend is not None and hasattr(backend, "compile_options"):
         options = replace(options, tables=backend.compile_options(spec, options.tables))  # the target's encodings
@@ -112,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
     if compiled.stats.get("budget_misses"):
         print("warning: the pipeline does not fit the budget: " + "; ".join(compiled.stats["budget_misses"]),
               file=sys.stderr)
+    if not compiled.stats["exact"]:
+        report_widening(compiled, options, args.trace)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if backend is not None:
