@@ -8,7 +8,10 @@ trace, :func:`uniform` draws values uniformly over each field's domain.
 
 from __future__ import annotations
 
+import itertools
+import json
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -61,30 +64,32 @@ def _from_pcap(path: str, spec: Spec, fields: dict[str, QueryField], limit: int)
     return _columns(out[:limit], fields)
 
 
-def _from_jsonl(path: str, fields: dict[str, QueryField], limit: int) -> dict[str, np.ndarray]:
-    import json
-
-    out: list[dict[str, int]] = []
-    with open(path, encoding="utf-8") as stream:
-        for lineno, line in enumerate(stream, 1):
-            if not line.strip():
-                continue
+def jsonl_rows(stream: Iterable[str], path: str, fields: dict[str, tuple[int, int]],
+               why: str = "") -> Iterator[dict[str, int]]:
+    """Rows of integer values from JSON lines (``fields``: name -> (width, scale)), errors at file:line."""
+    for lineno, line in enumerate(stream, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise P4subError(f"not JSON: {exc.msg}", SourceLocation(path, lineno, exc.colno)) from None
+        if not isinstance(obj, dict):
+            raise P4subError("expected a JSON object of field values", SourceLocation(path, lineno, 1))
+        row = {}
+        for f, (width, scale) in fields.items():
+            if f not in obj:
+                raise P4subError(f"packet lacks field {f!r}" + (f", {why}" if why else ""), SourceLocation(path, lineno, 1))
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise P4subError(f"not JSON: {exc.msg}", SourceLocation(path, lineno, exc.colno)) from None
-            if not isinstance(obj, dict):
-                raise P4subError("expected a JSON object of field values", SourceLocation(path, lineno, 1))
-            try:
-                out.append({f: packet_value(obj[f], info.width, scale=info.scale, name=f) for f, info in fields.items()
-                            if f in obj})
+                row[f] = packet_value(obj[f], width, scale=scale, name=f)
             except P4subError as exc:
                 raise P4subError(exc.message, SourceLocation(path, lineno, 1)) from None
-            missing = [f for f in fields if f not in out[-1]]
-            if missing:
-                raise P4subError(f"packet lacks field {missing[0]!r}", SourceLocation(path, lineno, 1))
-            if len(out) >= limit:
-                break
+        yield row
+
+
+def _from_jsonl(path: str, fields: dict[str, QueryField], limit: int) -> dict[str, np.ndarray]:
+    with open(path, encoding="utf-8") as stream:
+        out = list(itertools.islice(jsonl_rows(stream, path, {f: (q.width, q.scale) for f, q in fields.items()}), limit))
     if not out:
         raise P4subError(f"--trace {path}: no packets")
     return _columns(out, fields)

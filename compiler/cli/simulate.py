@@ -10,9 +10,9 @@ import numpy as np
 
 from compiler import ir
 from compiler.cli import add_command
-from compiler.errors import P4subError, SourceLocation
-from compiler.values import packet_value
+from compiler.errors import P4subError
 from runtime.model import Model
+from runtime.sample import jsonl_rows
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,27 +25,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def read_packets(path: str, pipeline: ir.Pipeline) -> dict[str, list[int]]:
     """Columns of integer field values, one row per non-empty line, with file:line errors."""
-    stream = sys.stdin if path == "-" else _open(path)
-    fields = _inputs(pipeline)
     widths = {k.field: k.width for t in pipeline.tables for k in t.keys}
+    fields = {f: (widths[f], pipeline.attributes.get(f, {}).get("scale", 0)) for f in _inputs(pipeline)}
+    stream = sys.stdin if path == "-" else _open(path)
     cols: dict[str, list[int]] = {f: [] for f in fields}
-    for lineno, line in enumerate(stream, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise P4subError(f"not JSON: {exc.msg}", SourceLocation(path, lineno, exc.colno)) from None
-        if not isinstance(obj, dict):
-            raise P4subError("expected a JSON object of field values", SourceLocation(path, lineno, 1))
-        for f in fields:
-            if f not in obj:
-                raise P4subError(f"packet lacks field {f!r}, which the pipeline matches on", SourceLocation(path, lineno, 1))
-            scale = pipeline.attributes.get(f, {}).get("scale", 0)
-            try:
-                cols[f].append(packet_value(obj[f], widths[f], scale=scale, name=f))
-            except P4subError as exc:
-                raise P4subError(exc.message, SourceLocation(path, lineno, 1)) from None
+    for row in jsonl_rows(stream, path, fields, "which the pipeline matches on"):
+        for f, v in row.items():
+            cols[f].append(v)
     return cols
 
 

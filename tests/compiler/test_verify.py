@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 
 from compiler import ir, oracle
 from compiler import rules as ast
-from compiler.compile import CompileOptions, compile_rules
-from compiler.tables import TableOptions
+from compiler.compile import compile_rules
 from compiler.verify import verify
 from runtime.model import Model
 from tests.compiler.test_compile_property import SPEC, layout_options, layouts, packet, rule

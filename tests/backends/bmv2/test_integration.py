@@ -58,6 +58,22 @@ def build(pipeline, out: Path) -> None:
     assert (out / "program.json").is_file() and (out / "p4info.txt").is_file()
 
 
+def scalar_probes(model: Model, ttls: tuple[int, ...]) -> tuple[list, list]:
+    """IPv4/UDP probes over destinations, TTLs and DSCPs of the scalar rules, and where the model sends each."""
+    send, expected = [], []
+    for i, (dst, ttl, tos) in enumerate((d, t, s) for d in (0x0A000001, 0x0A010203, 0xC0A80101, 0x08080808)
+                                        for t in ttls for s in (0, 8, 12, 16, 46)):
+        pkt = bytearray(pk.ipv4_udp(i.to_bytes(4, "big"), 5000))
+        pkt[15], pkt[22] = tos, ttl
+        pkt[30:34] = dst.to_bytes(4, "big")
+        pkt[24:26] = b"\0\0"
+        pkt[24:26] = pk.ipv4_checksum(bytes(pkt[14:34])).to_bytes(2, "big")
+        send.append((0, bytes(pkt)))
+        ports, _ = model.run_one({"ipv4.dst_addr": dst, "ipv4.ttl": ttl, "ipv4.diffserv": tos})
+        expected += [(p, bytes(pkt)) for p in ports]
+    return send, expected
+
+
 def scalar_pipeline(tmp_path):
     spec = h.spec_from_text(h.SCALAR_SPEC, str(tmp_path))
     return h.compile_text(spec, h.SCALAR_RULES, per_field={"ipv4.diffserv": "ternary"}).pipeline
@@ -240,18 +256,7 @@ def test_commands_txt_on_simple_switch_cli_gives_the_same_forwarding(tmp_path):
     try:
         text = switch.cli((out / bmv2.COMMANDS).read_text())
         assert "Error" not in text and "Invalid" not in text, text
-        model = Model(pipeline)
-        send, expected = [], []
-        for i, (dst, ttl, tos) in enumerate((d, t, s) for d in (0x0A000001, 0x0A010203, 0xC0A80101, 0x08080808)
-                                            for t in (1, 5, 11) for s in (0, 8, 12, 16, 46)):
-            pkt = bytearray(pk.ipv4_udp(i.to_bytes(4, "big"), 5000))
-            pkt[15], pkt[22] = tos, ttl
-            pkt[30:34] = dst.to_bytes(4, "big")
-            pkt[24:26] = b"\0\0"
-            pkt[24:26] = pk.ipv4_checksum(bytes(pkt[14:34])).to_bytes(2, "big")
-            send.append((0, bytes(pkt)))
-            ports, _ = model.run_one({"ipv4.dst_addr": dst, "ipv4.ttl": ttl, "ipv4.diffserv": tos})
-            expected += [(p, bytes(pkt)) for p in ports]
+        send, expected = scalar_probes(Model(pipeline), (1, 5, 11))
         _compare(switch.exchange(send, [1, 2, 3], [5000]), expected)
     finally:
         switch.close()
@@ -277,18 +282,7 @@ def test_multi_lane_bitmap_program_on_simple_switch_forwards_as_the_model(tmp_pa
     try:
         text = switch.cli((out / bmv2.COMMANDS).read_text())
         assert "Error" not in text and "Invalid" not in text, text
-        model = Model(pipeline)
-        send, expected = [], []
-        for i, (dst, ttl, tos) in enumerate((d, t, s) for d in (0x0A000001, 0x0A010203, 0xC0A80101, 0x08080808)
-                                            for t in (1, 5, 8, 11, 12) for s in (0, 8, 12, 16, 46)):
-            pkt = bytearray(pk.ipv4_udp(i.to_bytes(4, "big"), 5000))
-            pkt[15], pkt[22] = tos, ttl
-            pkt[30:34] = dst.to_bytes(4, "big")
-            pkt[24:26] = b"\0\0"
-            pkt[24:26] = pk.ipv4_checksum(bytes(pkt[14:34])).to_bytes(2, "big")
-            send.append((0, bytes(pkt)))
-            ports, _ = model.run_one({"ipv4.dst_addr": dst, "ipv4.ttl": ttl, "ipv4.diffserv": tos})
-            expected += [(p, bytes(pkt)) for p in ports]
+        send, expected = scalar_probes(Model(pipeline), (1, 5, 8, 11, 12))
         assert len({p for p, _ in expected}) == 3, "the probes must reach every port"
         _compare(switch.exchange(send, [1, 2, 3], [5000]), expected)
     finally:
