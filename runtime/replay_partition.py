@@ -98,7 +98,16 @@ class ReplayContext:
         wins, else the egress port unless the packet was dropped."""
         out = self.space.empty(len(result.port))
         grouped = result.group > 0
-        out[grouped] = self.group_masks[result.group[grouped]]
+        ids = result.group[grouped]
+        if len(ids) and int(ids.max()) >= len(self.group_masks):
+            # Port-bitmap delivery: the model reports each distinct surviving port set as a group of
+            # its own (Result.group_ports), past the pipeline's real groups.
+            uniq, inverse = np.unique(ids, return_inverse=True)
+            masks = np.stack([self.group_masks[g] if g < len(self.group_masks) else self.space.mask(result.group_ports[g])
+                              for g in uniq.tolist()])
+            out[grouped] = masks[inverse.reshape(-1)]
+        else:
+            out[grouped] = self.group_masks[ids]
         single = ~grouped & (result.port >= 0) & ~result.dropped
         out[single] = self.port_masks[result.port[single]]
         return out
