@@ -457,10 +457,17 @@ def pipeline_stats(pipeline: ir.Pipeline, seconds: float) -> dict:
     state_width = next(m.width for m in pipeline.metadata if m.name == ir.STATE)
     lane_entries = Counter()
     lane_depth = Counter()
+    coded = set()
     for t in pipeline.tables:
         lane_entries[t.lane] += per_table.get(t.name, 0)
-        if t.role in ("field", "code", "leaf", "call"):
+        if t.role == "field":
             lane_depth[t.lane] += 1
+        elif t.role == "code":  # code tables read only the packet: they all fit in the first stage
+            coded.add(t.lane)
+    for lane in coded:
+        lane_depth[lane] += 1
+    for lane in {t.lane for t in pipeline.tables if t.role in ("leaf", "call")}:
+        lane_depth[lane] += 1  # leaf and call tables read the final state, side by side
     return {
         "tables": {t.name: per_table.get(t.name, 0) for t in pipeline.tables},
         "total_entries": len(pipeline.entries),

@@ -14,7 +14,7 @@ from compiler.cli import add_command
 from compiler.compile import (DELIVERIES, Budget, CompileOptions, compile_rules, field_order_arg, lanes_arg, like,
                               parse_budget)
 from compiler.dnf import DEFAULT_LIMIT
-from compiler.errors import P4subError
+from compiler.errors import P4subError, ResourceError
 from compiler.tables import RANGE_ENCODINGS, TableOptions
 
 TARGETS = ("none", "bmv2", "tofino")
@@ -132,7 +132,27 @@ def run(args: argparse.Namespace) -> int:
     backend = importlib.import_module(f"backends.{args.target}") if args.target != "none" else None
     if backend is not None and hasattr(backend, "compile_options"):
         options = replace(options, tables=backend.compile_options(spec, options.tables))  # the target's encodings
-    compiled = compile_rules(spec, read_rules(args.rules), options)
+    rules = read_rules(args.rules)
+    compiled = compile_rules(spec, rules, options)
+    emit_options = (backend.options_from_args(args),) if backend is not None and hasattr(backend, "options_from_args") else ()
+    refusals: list[str] = []
+    while backend is not None and hasattr(backend, "build") and not args.like:
+        # The target's own resource model is the last judge of the entry budget: while it refuses a
+        # pipeline that the default budget let through, halve the budget (rules get widened) and retry.
+        try:
+            backend.build(compiled.pipeline, *emit_options)
+            break
+        except ResourceError as exc:
+            if args.exact or "entries" in args.budget or len(refusals) >= 6 or compiled.stats["total_entries"] < 2:
+                raise
+            refusals.append(f"{args.target}: {exc}")
+            budget = replace(options.budget, entries=max(1, compiled.stats["total_entries"] // 2))
+            options = replace(options, budget=budget)
+            compiled = compile_rules(spec, rules, options)
+    if refusals:
+        compiled.stats["target_refusals"] = refusals
+        print(f"note: {args.target} refused {len(refusals)} larger layout(s) on resources; entry budget "
+              f"{options.budget.entries}", file=sys.stderr)
     if args.like:
         check_like(ir.load(Path(args.like) / "pipeline.json"), compiled.pipeline, args.like)
     if compiled.stats.get("budget_misses"):
@@ -143,7 +163,6 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if backend is not None:
-        emit_options = (backend.options_from_args(args),) if hasattr(backend, "options_from_args") else ()
         backend.emit(compiled.pipeline, out, *emit_options)  # checks resources first: nothing is written if it does not fit
     ir.save(compiled.pipeline, out / "pipeline.json")
     (out / "stats.json").write_text(json.dumps(compiled.stats, indent=2) + "\n", encoding="utf-8")
