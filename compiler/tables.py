@@ -380,8 +380,9 @@ class _Slicer:
         else:
             ports = ir.Param("ports", self.delivery.width)
             or_ports = ir.Primitive("or_meta", (self.delivery.fields[self.lane], "ports"))
-            out += [ir.Action(self.named("set_state_ports"), (state, ports), (set_state, or_ports)),
-                    ir.Action(self.named("or_ports"), (ports,), (or_ports,))]
+            out.append(ir.Action(self.named("set_state_ports"), (state, ports), (set_state, or_ports)))
+            if any(t.role == "leaf" for t in self.tables):
+                out.append(ir.Action(self.named("or_ports"), (ports,), (or_ports,)))
         for meta in self.metadata[1:]:
             suffix = meta.name.removeprefix("meta.p4sub_code_")
             out.append(ir.Action(f"set_code_{suffix}", (ir.Param("code", meta.width),),

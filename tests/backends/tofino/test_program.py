@@ -280,17 +280,21 @@ def _tna_include() -> str | None:
 
 
 @pytest.mark.p4c
-@pytest.mark.parametrize("which", ["scalar", "scalar-recirculating", "itch-union", "itch-union-folded", "itch-first",
-                                   "int"])
+@pytest.mark.parametrize("which", ["scalar", "scalar-recirculating", "scalar-bitmap", "itch-union", "itch-union-folded",
+                                   "itch-first", "int"])
 def test_p4test_type_checks_the_tna_program(which, tmp_path):
     """p4c's front and mid end against tna.p4 itself (signatures, intrinsic metadata, externs)."""
     include = _tna_include()
     if shutil.which("p4test") is None or include is None:
         pytest.skip("needs p4test on PATH and tna.p4 (set P4SUB_TNA_INCLUDE to p4c's "
                     "backends/tofino/bf-p4c/p4include or to $SDE_INSTALL/share/p4c/p4include)")
-    if which.startswith("scalar"):
+    if which == "scalar-bitmap":
+        r = tofino.build(compile_text(scalar_spec(), SCALAR_RULES, delivery="bitmap", lanes=2))
+        assert "p4sub_port_bit" in r.program.text
+    elif which.startswith("scalar"):
         small = TofinoOptions(target=tofino.Target(name="small", stages=2), allow_recirculation=True)
-        r = tofino.build(compile_text(scalar_spec(), SCALAR_RULES), small if which.endswith("recirculating") else TofinoOptions())
+        r = tofino.build(compile_text(scalar_spec(), SCALAR_RULES, delivery="groups"),
+                         small if which.endswith("recirculating") else TofinoOptions())
     elif which.startswith("itch-union"):
         fold = "always" if which.endswith("folded") else "never"
         r = tofino.build(itch_pipeline(per_field=tofino.compile_options(itch_pipeline().spec).per_field_encoding),
