@@ -219,8 +219,9 @@ class _Builder:
         self.levels = len(fields)
         self.emit = emit
         self.diagram = Diagram(fields, emit=emit)
-        self._emission_ids: dict[frozenset[int], int] = {frozenset(): 0}
-        self._emission_memo: dict[tuple[int, int], int] = {}
+        self._emission_ids: dict[int, int] = {0: 0}  # emitted ports as a bitmap over _bit_of -> id
+        self._bit_of: dict[int, int] = {}  # port -> its bit in the builder's emission bitmaps
+        self._port_of: list[int] = []
         self._unique: dict[object, int] = {}
         self._rng = random.Random(seed)
         # Per level: residual (constraint at this level, ids of next-level objects) and its random key.
@@ -300,20 +301,16 @@ class _Builder:
                 raise DiagramTooLarge(f"the diagram passed {self.max_edges} edges")
         return node
 
-    def _emission(self, level: int, decided: dict[int, int], esum: int) -> int:
-        """The id of the port set that the decided objects of ``level`` (counts by id) give."""
-        if not decided:
-            return 0
-        key = (len(decided), esum)
-        found = self._emission_memo.get(key)
+    def _emission(self, bitmap: int) -> int:
+        """The id of the port set whose bit indexes (:attr:`_bit_of`) are set in ``bitmap``."""
+        found = self._emission_ids.get(bitmap)
         if found is None:
-            pure = self._pure[level]
-            ports = frozenset(p for o in decided for p in pure[o])
-            found = self._emission_ids.get(ports)
-            if found is None:
-                found = self._emission_ids[ports] = len(self.diagram.emissions)
-                self.diagram.emissions.append(ports)
-            self._emission_memo[key] = found
+            port_of = self._port_of
+            if len(port_of) < len(self._bit_of):
+                port_of.extend(sorted(self._bit_of, key=self._bit_of.get)[len(port_of):])
+            ports = frozenset(port_of[i] for i in range(bitmap.bit_length()) if bitmap >> i & 1)
+            found = self._emission_ids[bitmap] = len(self.diagram.emissions)
+            self.diagram.emissions.append(ports)
         return found
 
     # -- construction ------------------------------------------------------------------------
@@ -353,12 +350,15 @@ class _Builder:
         pure = self._pure[level + 1] if self.emit else None
         counts: dict[int, int] = {}  # undecided objects of the next level (they make the child)
         decided: dict[int, int] = {}  # decided ones (emitted on the edge)
-        sums = [0, 0]  # hash sums of counts and decided
+        port_count: dict[int, int] = {}  # how many decided objects give each port (by bit index)
+        sums = [0, 0, 0]  # hash sums of counts and decided; the emitted ports as a bitmap
         events: list[tuple[int, int, int]] = []
         keys = self._keys[level + 1]
+        bit_of = self._bit_of
 
         def enter(o: int, delta: int) -> None:
-            side, which = (decided, 1) if pure is not None and pure[o] is not None else (counts, 0)
+            is_decided = pure is not None and pure[o] is not None
+            side, which = (decided, 1) if is_decided else (counts, 0)
             n = side.get(o, 0) + delta
             if n == 0:
                 del side[o]
@@ -367,6 +367,17 @@ class _Builder:
                 if n == 1 and delta == 1:
                     sums[which] += keys[o]
                 side[o] = n
+            if is_decided and ((n == 1 and delta == 1) or n == 0):
+                for p in pure[o]:  # the object starts or stops giving its ports
+                    b = bit_of.get(p)
+                    if b is None:
+                        b = bit_of[p] = len(bit_of)
+                    c = port_count.get(b, 0) + delta
+                    port_count[b] = c
+                    if c == 0:
+                        sums[2] &= ~(1 << b)
+                    elif c == 1 and delta == 1:
+                        sums[2] |= 1 << b
 
         for r in objs:
             c = cons[r]
@@ -396,7 +407,7 @@ class _Builder:
             if child is None:
                 child = self._build(level + 1, frozenset(counts), sums[0])
             edges.append((pos, end, child))
-            emits.append(self._emission(level + 1, decided, sums[1]) if decided else 0)
+            emits.append(self._emission(sums[2]) if sums[2] else 0)
             pos = end + 1
         return self._node(level, edges, emits if self.emit else None)
 

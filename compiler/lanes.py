@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from compiler.bdd import Diagram, DiagramTooLarge, build_cubes, edge_count
+from compiler.bdd import Diagram, DiagramTooLarge, build_cubes, default_field_order, edge_count
 from compiler.dnf import Cube
 from compiler.spec import QueryField
 
@@ -45,7 +45,8 @@ def signatures(cubes_of: Sequence[Cubes]) -> list[frozenset[str]]:
     return [frozenset(name for cube, _ in cubes for name, _ in cube) for cubes in cubes_of]
 
 
-def spread(sigs: Sequence[frozenset[str]], n: int, pinned: Sequence[int] = ()) -> tuple[list[list[int]], list[str | None]]:
+def spread(sigs: Sequence[frozenset[str]], n: int, pinned: Sequence[int] = (),
+           prefer: Sequence[str] = ()) -> tuple[list[list[int]], list[str | None]]:
     """Rule indexes in at most ``n`` lanes, and each lane's *hub* attribute (tested first).
 
     The hubs are the ``n`` attributes the most rules test. Each rule goes to the least loaded lane
@@ -53,13 +54,15 @@ def spread(sigs: Sequence[frozenset[str]], n: int, pinned: Sequence[int] = ()) -
     already been decided on the hub when the other fields are tested, so the partly matched rules
     that a node must remember depend on one field's value, not on a product of several: thirty
     two-attribute rules over ten attributes need a few thousand edges instead of millions.
-    ``pinned`` rules (user-action calls) go to lane 0.
+    ``pinned`` rules (user-action calls) go to lane 0. Ties between equally frequent attributes go
+    to the one earlier in ``prefer`` (the default field order: fewest distinct predicates first).
     """
     freq: dict[str, int] = {}
     for s in sigs:
         for a in s:
             freq[a] = freq.get(a, 0) + 1
-    hubs: list[str | None] = sorted(freq, key=lambda a: (-freq[a], a))[:max(1, n)]
+    rank = {a: i for i, a in enumerate(prefer)}
+    hubs: list[str | None] = sorted(freq, key=lambda a: (-freq[a], rank.get(a, len(rank)), a))[:max(1, n)]
     if not hubs:
         hubs = [None]
     lanes: list[list[int]] = [[] for _ in hubs]
@@ -124,8 +127,10 @@ def build_lane(cubes: Cubes, fields: dict[str, QueryField], *, field_order: Sequ
     first = ([hub] if hub in names else []) + completion_order([s - {hub} for s in sigs], rest)
     best: Diagram | None = None
     size = max_edges
-    # The completion order first (usually the smaller), then the default one, bounded by the first.
-    for order in (first, None):
+    # The default order first, then the completion order bounded by it.
+    for order in (None, first):
+        if order is not None and first == names:
+            continue  # the same order
         try:
             d = build_cubes(cubes, fields, field_order=order, emit=True, max_edges=size)
         except DiagramTooLarge:
@@ -166,8 +171,6 @@ def sift(cubes: Cubes, fields: dict[str, QueryField], start: Diagram, seconds: f
 
 def _tested(cubes: Cubes, fields: dict[str, QueryField]) -> list[str]:
     """The fields the cubes test, in the default heuristic's order."""
-    from compiler.bdd import default_field_order
-
     return default_field_order([c for c, _ in cubes], fields)
 
 
@@ -181,12 +184,13 @@ def choose_lanes(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], *, la
     one least likely to blow up and later ones stop as soon as they pass the bound. Each lane's
     diagram has outputs on edges. ``max_edges`` bounds every candidate."""
     sigs = signatures(cubes_of)
+    prefer = default_field_order([c for cubes in cubes_of for c, _ in cubes], fields)
     counts = [lanes] if lanes is not None else sorted(_candidates(len(set(sigs)), max_lanes), reverse=True)
     best: LaneChoice | None = None
     smallest = 0
     tried: list[tuple[int, int | None]] = []
     for n in counts:
-        parts, hubs = spread(sigs, n, pinned)
+        parts, hubs = spread(sigs, n, pinned, prefer)
         if any(len(parts) == m for m, _ in tried):
             continue  # fewer attributes than lanes: the same partition again
         limit = int(smallest * SLACK) if best is not None else max_edges

@@ -134,6 +134,8 @@ class _Slicer:
         self.targets: list[tuple[int, int]] = []
         self.target_of: dict[tuple[int, int], int] = {}
         self.no_entry = self.target(self.empty_leaf, 0) if self.empty_leaf is not None else None
+        self._bitmaps: dict[int, int] = {}
+        self._bit_index = {p: i for i, p in enumerate(self.delivery.ports)} if self.delivery else {}
 
     def state(self, node: int) -> int:
         return self.state_of[node]
@@ -153,7 +155,11 @@ class _Slicer:
         return [(lo, hi, self.target(c, e)) for (lo, hi, c), e in zip(n.edges, emits)]
 
     def bitmap(self, emitted: int) -> int:
-        return sum(self.delivery.bit(p) for p in self.d.emissions[emitted])
+        found = self._bitmaps.get(emitted)
+        if found is None:
+            bit = self._bit_index
+            found = self._bitmaps[emitted] = sum(1 << bit[p] for p in self.d.emissions[emitted])
+        return found
 
     def named(self, name: str) -> str:
         return self.prefix + name
@@ -351,7 +357,7 @@ class _Slicer:
             if bitmap:
                 if ports:
                     self.entries.append(ir.Entry(leaf, (ir.Exact(state),), self.named("or_ports"),
-                                                 (sum(self.delivery.bit(p) for p in ports),)))
+                                                 (sum(1 << self._bit_index[p] for p in ports),)))
             elif len(ports) == 1:
                 self.entries.append(ir.Entry(leaf, (ir.Exact(state),), "forward", ports))
             elif ports:
