@@ -76,7 +76,7 @@ class Selectivity:
 def widenings(cubes_of: Sequence[Cubes], sel: Selectivity) -> Iterator[tuple[Widening, list[Cubes]]]:
     """The approximation steps in order, each with the rules' cubes widened (never narrowed)."""
     current = [[(tuple((n, s) for n, s in cube if sel(n, s) < FREE), a) for cube, a in cubes] for cubes in cubes_of]
-    yield _step("free", None, cubes_of, current)
+    yield _step("free", None, cubes_of, [list(c) for c in current])  # copies: later rounds change ``current``
     round_ = 0
     while True:
         # The cubes that still have more than one constraint, cheapest drop first.

@@ -149,41 +149,60 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
 
 
 def _bitmap(spec: Spec, typed: TypedRules, options: CompileOptions, notes: list[str]) -> Compiled:
-    """The port-bitmap candidate: exact in lanes when that fits the budget, else the first widening
-    of the rules (:mod:`compiler.budget`) that does, unless ``options.exact``."""
+    """The port-bitmap candidate: exact in lanes when that fits the budget, else the least widening
+    of the rules (:mod:`compiler.budget`) that does, unless ``options.exact``.
+
+    The widening steps only ever widen, so the compiled size shrinks along them: after the exact
+    attempt the least step that fits is found by bisection, each attempt stopped as soon as its
+    diagrams pass the entry budget (an attempt that would not fit costs no more than one that does).
+    """
     cubes_of = [bdd.rule_cubes(typed, options.dnf_limit, (i,)) for i in range(len(typed.rules))]
     pinned = [i for i, r in enumerate(typed.rules) if rule_actions(r).calls]
     ports = sorted({p for r in typed.rules for p in rule_actions(r).ports} | set(options.tables.min_ports))
-    attempts: list[tuple[Widening | None, list]] = [(None, cubes_of)]
+    steps: list[tuple[Widening | None, list]] = [(None, cubes_of)]
     if not options.exact:
-        attempts = itertools.chain(attempts, widenings(cubes_of, Selectivity(typed.fields, options.sample)))
-    last: Compiled | None = None
-    for widening, cubes in attempts:
-        if widening is not None and not widening.dropped:
-            continue  # the same rules as the step before
+        steps += [(w, c) for w, c in widenings(cubes_of, Selectivity(typed.fields, options.sample)) if w.dropped]
+    # Edges are about entries plus each node's default edge: past this many, the entries do not fit.
+    limit = options.budget.entries + options.budget.entries // 4
+
+    def attempt(i: int) -> Compiled | None:
+        widening, cubes = steps[i]
         name = widening.step if widening else "exact"
-        # A candidate with twice the entry budget in edges is not worth finishing: it will not fit.
         try:
             choice = choose_lanes(cubes, typed.fields, lanes=options.lanes, max_lanes=options.max_lanes,
-                                  field_order=options.field_order or None, pinned=pinned,
-                                  max_edges=2 * options.budget.entries, search_seconds=options.order_search)
+                                  field_order=options.field_order or None, pinned=pinned, max_edges=limit,
+                                  search_seconds=options.order_search)
         except bdd.DiagramTooLarge:
-            notes.append(f"bitmap {name}: more than {2 * options.budget.entries} edges in every lane count tried")
-            continue
+            notes.append(f"bitmap {name}: more than {limit} edges in every lane count tried")
+            return None
         pipeline = build_lanes(choice.diagrams, spec, bitmap_delivery(ports, len(choice.diagrams)), options.tables)
-        stats = pipeline_stats(pipeline, 0.0)
-        notes += [f"bitmap {name}: {n} lanes -> " + (f"{s} edges" if s is not None else "abandoned")
-                  for n, s in choice.tried]
-        last = Compiled(typed, choice.diagrams[0], pipeline, stats, choice.diagrams, choice, widening)
-        misses = options.budget.misses(stats)
-        if not misses:
-            return last
-        notes.append(f"bitmap {name}: " + "; ".join(misses))
-    if last is None:
-        raise CompileError(f"the rules do not fit {options.budget.entries} entries in up to {options.max_lanes} lanes"
-                           + ("" if options.exact else ", even with every rule cut to one constraint")
-                           + "; raise --max-lanes or the budget")
-    return last
+        notes.extend(f"bitmap {name}: {n} lanes -> " + (f"{s} edges" if s is not None else "abandoned")
+                     for n, s in choice.tried)
+        compiled = Compiled(typed, choice.diagrams[0], pipeline, pipeline_stats(pipeline, 0.0), choice.diagrams,
+                            choice, widening)
+        misses = options.budget.misses(compiled.stats)
+        if misses:
+            notes.append(f"bitmap {name}: " + "; ".join(misses))
+        return compiled
+
+    first = attempt(0)
+    if first is not None and not options.budget.misses(first.stats):
+        return first
+    best, lo, hi = None, 1, len(steps) - 1
+    while lo <= hi:  # the least step in [lo, hi] that fits; steps[-1] (no constraint) always does
+        mid = (lo + hi) // 2
+        got = attempt(mid)
+        if got is not None and not options.budget.misses(got.stats):
+            best, hi = got, mid - 1
+        else:
+            lo = mid + 1
+    if best is not None:
+        return best
+    if first is not None:
+        return first  # nothing to widen (or --exact): the exact layout, with what it misses
+    raise CompileError(f"the rules do not fit {options.budget.entries} entries in up to {options.max_lanes} lanes"
+                       + ("" if options.exact else ", even with every rule cut to one constraint")
+                       + "; raise --max-lanes or the budget")
 
 
 def stacked_query_headers(spec: Spec, typed: TypedRules) -> list[str]:

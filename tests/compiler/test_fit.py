@@ -172,3 +172,23 @@ def test_exact_refuses_to_widen_when_nothing_fits():
 
     with pytest.raises(CompileError, match="do not fit 3 entries"):
         compile_rules(SPEC, rules, CompileOptions(delivery="bitmap", lanes=1, budget=Budget(entries=3), exact=True))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(siena_rule(), min_size=1, max_size=10))
+def test_each_widening_step_only_drops_constraints_from_the_step_before(rules):
+    from compiler import bdd
+    from compiler.budget import Selectivity, widenings
+    from compiler.typecheck import check_rules
+
+    typed = check_rules(ast.RuleSet(tuple(rules)), SPEC)
+    cubes_of = [bdd.rule_cubes(typed, 4096, (i,)) for i in range(len(rules))]
+    before = cubes_of
+    steps = list(widenings(cubes_of, Selectivity(typed.fields)))
+    assert steps[-1][0].step == "keep-0" and all(cube == () for cubes in steps[-1][1] for cube, _ in cubes)
+    for widening, after in steps:
+        assert len(after) == len(before)
+        for old, new in zip(before, after):
+            for (old_cube, old_actions), (new_cube, new_actions) in zip(old, new):
+                assert set(new_cube) <= set(old_cube) and new_actions == old_actions
+        before = after
