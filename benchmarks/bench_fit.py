@@ -153,6 +153,31 @@ def plot(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def markdown(rows: list[dict]) -> str:
+    """The rows as the table docs/compiler.md shows."""
+    head = ("| workload | filters x constraints | entries | table bits | groups | lanes | dependent tables | exact | "
+            "extra deliveries | compile s | peak MB | today (one diagram, groups) | one big table |")
+    lines = [head, "|" + "|".join("---" for _ in range(13)) + "|"]
+    for r in rows:
+        name = f"{r['workload']} | {r['filters']:,} x {r['constraints']}"
+        if "entries" not in r:
+            why = f"timeout {r['timeout_s']:.0f} s" if "timeout_s" in r else r.get("error", "?")
+            lines.append(f"| {name} | {why} |" + " |" * 11)
+            continue
+        extra = r.get("extra")
+        extra_text = (f"{100 * extra['extra_per_wanted']:.2f} % ({extra['extra']:,} of {extra['wanted']:,})"
+                      if extra else ("0 (exact)" if r["exact"] else "n/a"))
+        today = r.get("today", {})
+        today_text = (f"{today['entries']:,} entries, {today['groups']:,} groups" if today.get("entries") is not None
+                      else today.get("note", ""))
+        obt = f"{today['one_big_table']:,}" if today.get("one_big_table") is not None else "-"
+        step = "" if r["exact"] else f" ({r['approximation']['step']})"
+        lines.append(f"| {name} | {r['entries']:,} | {r['table_bits']:,} | {r['groups']:,} | {r['lanes']} | "
+                     f"{r['dependent_tables']} | {'yes' if r['exact'] else 'no' + step} | {extra_text} | "
+                     f"{r['compile_s']} | {r['peak_mb']} | {today_text} | {obt} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="1k Siena filters only")
@@ -162,8 +187,14 @@ def main() -> None:
     ap.add_argument("--today-limit", type=int, default=2_000_000, help="give up the one-diagram layout past this many edges")
     ap.add_argument("--sample", type=int, default=20_000, help="Siena messages for the extra-delivery measurement")
     ap.add_argument("--no-tables", action="store_true", help="skip the ITCH and INT points")
-    ap.add_argument("--out", help="directory for fit.json and fit.png")
+    ap.add_argument("--out", help="directory for fit.json, fit.md and fit.png")
+    ap.add_argument("--replot", action="store_true", help="only redraw fit.png and fit.md from OUT/fit.json")
     args = ap.parse_args()
+    if args.replot:
+        rows = json.loads((Path(args.out) / "fit.json").read_text())
+        plot(rows, Path(args.out) / "fit.png")
+        (Path(args.out) / "fit.md").write_text(markdown(rows))
+        return
     sizes = [1000] if args.quick else [int(x) for x in args.sizes.split(",")]
     points = [("siena", n, c) for n in sizes for c in (int(x) for x in args.constraints.split(","))]
     if not args.quick and not args.no_tables:
@@ -180,7 +211,8 @@ def main() -> None:
             (out / "fit.json").write_text(json.dumps(rows, indent=1) + "\n")
     if out:
         plot(rows, out / "fit.png")
-        print(f"wrote {out / 'fit.json'} and {out / 'fit.png'}", file=sys.stderr)
+        (out / "fit.md").write_text(markdown(rows))
+        print(f"wrote {out / 'fit.json'}, fit.md and fit.png", file=sys.stderr)
 
 
 if __name__ == "__main__":

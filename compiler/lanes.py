@@ -127,9 +127,9 @@ def build_lane(cubes: Cubes, fields: dict[str, QueryField], *, field_order: Sequ
     first = ([hub] if hub in names else []) + completion_order([s - {hub} for s in sigs], rest)
     best: Diagram | None = None
     size = max_edges
-    # The default order first, then the completion order bounded by it.
-    for order in (None, first):
-        if order is not None and first == names:
+    # The completion order first (hub first: usually the smaller), then the default bounded by it.
+    for order in (first, None):
+        if order is None and first == names:
             continue  # the same order
         try:
             d = build_cubes(cubes, fields, field_order=order, emit=True, max_edges=size)
