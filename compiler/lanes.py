@@ -207,6 +207,8 @@ def choose_lanes(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], *, la
             tried.append((len(parts), None))
             if progress:
                 progress(f"lanes: {len(parts)} lanes abandoned (larger than {limit} edges)")
+            if best is None:
+                break  # fewer lanes put more rules in each: if the most lanes do not fit, none will
             continue
         tried.append((len(parts), size))
         if progress:
