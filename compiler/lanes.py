@@ -208,7 +208,7 @@ def choose_lanes(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], *, la
             if progress:
                 progress(f"lanes: {len(parts)} lanes abandoned (larger than {limit} edges)")
             if best is None:
-                break  # fewer lanes put more rules in each: if the most lanes do not fit, none will
+                break  # fewer lanes put more rules in each: when the most lanes pass the limit, fewer hardly fit
             continue
         tried.append((len(parts), size))
         if progress:
