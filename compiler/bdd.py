@@ -176,6 +176,9 @@ def rule_cubes(typed: TypedRules, dnf_limit: int = DEFAULT_LIMIT,
     return cubes
 
 
+WORK_PER_EDGE = 64  # with an edge limit, rule visits allowed per edge of that limit
+
+
 class DiagramTooLarge(CompileError):
     """Raised when a diagram passes ``max_edges`` edges (a search abandons that candidate)."""
 
@@ -215,6 +218,7 @@ class _Builder:
     def __init__(self, fields: list[QueryField], seed: int, emit: bool = False, max_edges: int | None = None) -> None:
         self.max_edges = max_edges
         self.edge_count = 0
+        self.work = 0
         self.fields = fields
         self.levels = len(fields)
         self.emit = emit
@@ -347,6 +351,12 @@ class _Builder:
             return self._build(self.levels, objs, 0)
         cons, nxt = self._res_cons[level], self._res_next[level]
         top = (1 << self.fields[level].width) - 1
+        if self.max_edges is not None:
+            # Work per node grows with the rules it carries: bound that too, not only the edges made.
+            self.work += len(objs)
+            if self.work > WORK_PER_EDGE * self.max_edges:
+                raise DiagramTooLarge(f"the diagram passed {WORK_PER_EDGE * self.max_edges} rule visits "
+                                      f"before {self.max_edges} edges")
         pure = self._pure[level + 1] if self.emit else None
         counts: dict[int, int] = {}  # undecided objects of the next level (they make the child)
         decided: dict[int, int] = {}  # decided ones (emitted on the edge)

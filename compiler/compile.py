@@ -116,7 +116,12 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     notes: list[str] = []
     if delivery in ("bitmap", "auto"):
         candidates.append(_bitmap(spec, typed, options, notes))
-    if delivery in ("groups", "auto") and (options.lanes or 1) == 1:
+    widened = [c for c in candidates if c.widening is not None]
+    if delivery == "auto" and widened:
+        # The bitmap layout needed widening even in lanes: one diagram that keeps decided rules to its
+        # leaves is never smaller, so the groups layout is not tried.
+        notes.append("groups: not tried (the bitmap layout did not fit exactly)")
+    elif delivery in ("groups", "auto") and (options.lanes or 1) == 1:
         # Under auto, stop building a diagram that cannot fit (more edges than the entry budget) or
         # cannot win (many times the bitmap layout's edges).
         limit = None
