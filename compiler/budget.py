@@ -13,7 +13,7 @@ selective constraints. The steps, each compiled and kept as soon as it fits:
 
 1. drop the constraints that almost every packet satisfies (``sel >= 0.99``: ``x != 5``), nearly free;
 2. in rounds, drop the least selective constraint of the cubes where that costs least: the cheapest
-   eighth of the cubes with more than one constraint, then a quarter, half, all; repeat until every
+   eighth of the cubes with more than one constraint, then two eighths, ... all; repeat until every
    cube has one constraint;
 3. last resort, which always fits: no constraint at all (each subscriber gets every packet).
 
@@ -40,7 +40,7 @@ Cubes = list[tuple[Cube, tuple]]
 class Widening:
     """One approximation step: what it keeps, and what it cost in constraints."""
 
-    step: str  # "free", "round-R-S" (round R, the cheapest 1/S of the cubes), "keep-0"
+    step: str  # "free", "round-R-K/8" (round R, the cheapest K/8 of the cubes), "keep-0"
     max_constraints: int | None
     dropped: int
     widened_rules: int
@@ -86,13 +86,13 @@ def widenings(cubes_of: Sequence[Cubes], sel: Selectivity) -> Iterator[tuple[Wid
             break
         round_ += 1
         done = 0
-        for share in (8, 4, 2, 1):  # drop one constraint from the cheapest 1/8, then 1/4, ... of them
-            upto = max(1, len(candidates) // share)
+        for eighths in range(1, 9):  # drop one constraint from the cheapest 1/8, then 2/8, ... of them
+            upto = max(1, len(candidates) * eighths // 8)
             for _, r, c in candidates[done:upto]:
                 cube, actions = current[r][c]
                 current[r] = current[r][:c] + [(_keep(cube, len(cube) - 1, sel), actions)] + current[r][c + 1:]
             done = upto
-            yield _step(f"round-{round_}-{share}", None, cubes_of, [list(c) for c in current])
+            yield _step(f"round-{round_}-{eighths}/8", None, cubes_of, [list(c) for c in current])
     yield _step("keep-0", 0, cubes_of, [[((), a) for _, a in cubes] for cubes in current])
 
 
