@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from compiler import rules as ast  # noqa: E402
-from compiler.compile import compile_rules  # noqa: E402
+from compiler.compile import CompileOptions, compile_rules  # noqa: E402
 from compiler.lang import parse_rules  # noqa: E402
 from compiler.spec import FieldDef, HeaderInstance, HeaderType, QueryField, Spec  # noqa: E402
 from compiler.values import encode_string  # noqa: E402
@@ -77,21 +77,25 @@ def hicn_rules(n: int, seed: int = 1) -> ast.RuleSet:
     return ast.RuleSet(tuple(ast.Rule(ast.Comparison(f, "==", ast.Number(i)), (ast.Forward((rng.randint(1, 200),)),)) for i in ids))
 
 
+OPTIONS = CompileOptions()
+
+
 def measure(name: str, rules: ast.RuleSet, results: list, memory: bool = True) -> object:
     """Time one compile; then, if asked, compile again under tracemalloc (which slows it) for peak memory."""
     t = time.perf_counter()
-    compiled = compile_rules(spec(), rules)
+    compiled = compile_rules(spec(), rules, OPTIONS)
     seconds = time.perf_counter() - t
     peak = None
     if memory:
         tracemalloc.start()
-        compile_rules(spec(), rules)
+        compile_rules(spec(), rules, OPTIONS)
         peak = round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
         tracemalloc.stop()
     row = {"workload": name, "filters": len(rules), "compile_s": round(seconds, 2), "peak_mb": peak,
            "entries": compiled.stats["total_entries"], "per_table": {k: v for k, v in compiled.stats["tables"].items() if v},
            "multicast_groups": compiled.stats["multicast_groups"], "table_bits": compiled.stats["table_bits"],
-           "states": compiled.stats["states"], "one_big_table": compiled.diagram.path_count()}
+           "states": compiled.stats["states"], "delivery": compiled.stats["delivery"], "lanes": compiled.stats["lanes"],
+           "one_big_table": sum(d.path_count() for d in compiled.diagrams)}
     results.append(row)
     print(json.dumps(row), flush=True)
     return compiled
@@ -124,7 +128,10 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", help="write the rows as JSON here")
     ap.add_argument("--only", choices=("model",), help="model: only the largest ITCH compile and the model batch")
+    ap.add_argument("--delivery", choices=("auto", "groups", "bitmap"), default="auto", help="compile layout (auto)")
     args = ap.parse_args()
+    global OPTIONS
+    OPTIONS = CompileOptions(delivery=args.delivery)
     sizes = [1000, 10000] if args.quick else [1000, 10000, 100000]
     if args.only == "model":
         sizes = sizes[-1:]

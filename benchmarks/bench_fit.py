@@ -95,10 +95,12 @@ def _point(kind: str, filters: int, constraints: int, today_limit: int, sample: 
         import backends.tofino as tofino
         from backends.tofino import compile_options
 
+        from backends.tofino.layout import TofinoOptions
+
         tof = compile_rules(spec, rules, CompileOptions(tables=compile_options(spec)))
-        try:
-            est = tofino.build(tof.pipeline).resources
-            row["tofino"] = {"stages": est.get("stages"), **est.get("camus_table1", {})}
+        try:  # per message, as Camus Table 1 counts (--batch first)
+            est = tofino.build(tof.pipeline, TofinoOptions(batch="first")).resources
+            row["tofino"] = {"batch": "first", "stages": est.get("stages"), **est.get("camus_table1", {})}
         except Exception as exc:  # a resource refusal is a finding, not a crash of the benchmark
             row["tofino"] = {"error": str(exc)}
     queue.put(row)
@@ -137,7 +139,7 @@ def plot(rows: list[dict], path: Path) -> None:
             left.plot([p[0] for p in today], [p[1] for p in today], linestyle="--", marker="x", color="grey", alpha=0.6)
     left.set(xscale="log", yscale="log", xlabel="filters", ylabel="table entries",
              title="Siena, 10 attributes: entries vs filters\n(dashed grey: one diagram with groups, where it could be built)")
-    left.axhline(300_000, color="red", linewidth=0.8, linestyle=":")
+    left.axhline(300_000, color="red", linewidth=0.8, linestyle=":", label="entry budget (300k)")
     left.legend(fontsize=8)
     for n in sorted({r["filters"] for r in siena}):
         pts = sorted((r["constraints"], r["entries"], r["exact"]) for r in siena if r["filters"] == n)
@@ -147,7 +149,7 @@ def plot(rows: list[dict], path: Path) -> None:
                       edgecolors=line.get_color(), s=90)
     right.set(yscale="log", xlabel="constraints per filter", ylabel="table entries",
               title="entries vs constraints per filter\n(squares: rules widened to fit the budget)")
-    right.axhline(300_000, color="red", linewidth=0.8, linestyle=":")
+    right.axhline(300_000, color="red", linewidth=0.8, linestyle=":", label="entry budget (300k)")
     right.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -187,6 +189,7 @@ def main() -> None:
     ap.add_argument("--today-limit", type=int, default=2_000_000, help="give up the one-diagram layout past this many edges")
     ap.add_argument("--sample", type=int, default=20_000, help="Siena messages for the extra-delivery measurement")
     ap.add_argument("--no-tables", action="store_true", help="skip the ITCH and INT points")
+    ap.add_argument("--only-tables", action="store_true", help="only the ITCH and INT points")
     ap.add_argument("--out", help="directory for fit.json, fit.md and fit.png")
     ap.add_argument("--replot", action="store_true", help="only redraw fit.png and fit.md from OUT/fit.json")
     args = ap.parse_args()
@@ -196,8 +199,8 @@ def main() -> None:
         (Path(args.out) / "fit.md").write_text(markdown(rows))
         return
     sizes = [1000] if args.quick else [int(x) for x in args.sizes.split(",")]
-    points = [("siena", n, c) for n in sizes for c in (int(x) for x in args.constraints.split(","))]
-    if not args.quick and not args.no_tables:
+    points = [] if args.only_tables else [("siena", n, c) for n in sizes for c in (int(x) for x in args.constraints.split(","))]
+    if args.only_tables or (not args.quick and not args.no_tables):
         points += [("itch", 100_000, 2), ("int", 100_000, 2)]
     rows: list[dict] = []
     out = Path(args.out) if args.out else None
