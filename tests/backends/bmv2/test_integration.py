@@ -250,14 +250,20 @@ def test_commands_txt_on_simple_switch_cli_gives_the_same_forwarding(tmp_path):
         pytest.skip("network namespaces need root")
     pipeline = scalar_pipeline(tmp_path)
     assert any(e.priority > 1 for e in pipeline.entries), "the test needs entries with different priorities"
-    out = tmp_path / "scalar"
+    probe_cli_switch(pipeline, tmp_path / "scalar", tmp_path, (1, 5, 11))
+
+
+def probe_cli_switch(pipeline, out: Path, tmp_path: Path, ttls: tuple[int, ...]) -> list:
+    """Build the program, load commands.txt into simple_switch through its CLI, send the scalar probes
+    and compare what comes out with the reference model; returns the expected (port, frame) list."""
     build(pipeline, out)
     switch = Bmv2Switch([0, 1, 2, 3], tmp_path, program_json=out / "program.json")
     try:
         text = switch.cli((out / bmv2.COMMANDS).read_text())
         assert "Error" not in text and "Invalid" not in text, text
-        send, expected = scalar_probes(Model(pipeline), (1, 5, 11))
+        send, expected = scalar_probes(Model(pipeline), ttls)
         _compare(switch.exchange(send, [1, 2, 3], [5000]), expected)
+        return expected
     finally:
         switch.close()
 
@@ -276,14 +282,5 @@ def test_multi_lane_bitmap_program_on_simple_switch_forwards_as_the_model(tmp_pa
     rules = h.SCALAR_RULES + "ipv4.diffserv == 12 and ipv4.ttl < 9 : fwd(2);\nipv4.ttl == 11 : fwd(3);\n"
     pipeline = h.compile_text(spec, rules, delivery="bitmap", lanes=3).pipeline
     assert pipeline.lanes == 3 and pipeline.delivery.is_bitmap
-    out = tmp_path / "bitmap"
-    build(pipeline, out)
-    switch = Bmv2Switch([0, 1, 2, 3], tmp_path, program_json=out / "program.json")
-    try:
-        text = switch.cli((out / bmv2.COMMANDS).read_text())
-        assert "Error" not in text and "Invalid" not in text, text
-        send, expected = scalar_probes(Model(pipeline), (1, 5, 8, 11, 12))
-        assert len({p for p, _ in expected}) == 3, "the probes must reach every port"
-        _compare(switch.exchange(send, [1, 2, 3], [5000]), expected)
-    finally:
-        switch.close()
+    expected = probe_cli_switch(pipeline, tmp_path / "bitmap", tmp_path, (1, 5, 8, 11, 12))
+    assert len({p for p, _ in expected}) == 3, "the probes must reach every port"
