@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +61,7 @@ class CompileOptions:
     port_bits: int = 9
     # Layout: ``groups`` is one lane whose leaves name a port or a multicast group per port set (the
     # first compiler's layout); ``bitmap`` ORs port bits on the way and allows several lanes; ``auto``
-    # keeps ``groups`` when it fits the budget and takes ``bitmap`` otherwise.
+    # compiles both and keeps what fits the budget and costs fewer bits (groups for stack specs).
     delivery: str = "auto"
     lanes: int | None = None  # None: chosen (1 for groups)
     max_lanes: int = 8
@@ -118,8 +117,8 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
         candidates.append(_bitmap(spec, typed, options, notes))
     widened = [c for c in candidates if c.widening is not None]
     if delivery == "auto" and widened:
-        # The bitmap layout needed widening even in lanes: one diagram that keeps decided rules to its
-        # leaves is never smaller, so the groups layout is not tried.
+        # The bitmap layout needed widening even in lanes: one diagram that carries decided rules to
+        # its leaves is hardly ever smaller, and on such rule sets building it ran for minutes.
         notes.append("groups: not tried (the bitmap layout did not fit exactly)")
     elif delivery in ("groups", "auto") and (options.lanes or 1) == 1:
         # Under auto, stop building a diagram that cannot fit (more edges than the entry budget) or
