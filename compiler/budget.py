@@ -12,9 +12,9 @@ each field's domain. Dropping constraint ``c`` of a cube whose other constraints
 selective constraints. The steps, each compiled and kept as soon as it fits:
 
 1. drop the constraints that almost every packet satisfies (``sel >= 0.99``: ``x != 5``), nearly free;
-2. in rounds, drop the least selective constraint of the cubes where that costs least: the cheapest
-   eighth of the cubes with more than one constraint, then two eighths, ... all; repeat until every
-   cube has one constraint;
+2. drop constraints one at a time, the cheapest drop over all cubes first (each cube drops its least
+   selective constraint; its next drop then costs more), in 32 steps from the first drop to the last
+   one that leaves every cube a single constraint;
 3. last resort, which always fits: no constraint at all (each subscriber gets every packet).
 
 The compiler reports the step taken and how many constraints it dropped; the runtime measures the
@@ -23,6 +23,7 @@ extra deliveries on a trace (:mod:`runtime.extra_deliveries`).
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Sequence
 
@@ -40,7 +41,7 @@ Cubes = list[tuple[Cube, tuple]]
 class Widening:
     """One approximation step: what it keeps, and what it cost in constraints."""
 
-    step: str  # "free", "round-R-K/8" (round R, the cheapest K/8 of the cubes), "keep-0"
+    step: str  # "free", "drop-K/32" (the cheapest K/32 of all the drops), "keep-0"
     max_constraints: int | None
     dropped: int
     widened_rules: int
@@ -73,26 +74,31 @@ class Selectivity:
         return found
 
 
+STEPS = 32  # the drops are cut into this many steps (the compile bisects over them)
+
+
 def widenings(cubes_of: Sequence[Cubes], sel: Selectivity) -> Iterator[tuple[Widening, list[Cubes]]]:
     """The approximation steps in order, each with the rules' cubes widened (never narrowed)."""
     current = [[(tuple((n, s) for n, s in cube if sel(n, s) < FREE), a) for cube, a in cubes] for cubes in cubes_of]
-    yield _step("free", None, cubes_of, [list(c) for c in current])  # copies: later rounds change ``current``
-    round_ = 0
-    while True:
-        # The cubes that still have more than one constraint, cheapest drop first.
-        candidates = sorted(((_drop_cost(cube, sel), r, c) for r, cubes in enumerate(current)
-                             for c, (cube, _) in enumerate(cubes) if len(cube) > 1))
-        if not candidates:
-            break
-        round_ += 1
-        done = 0
-        for eighths in range(1, 9):  # drop one constraint from the cheapest 1/8, then 2/8, ... of them
-            upto = max(1, len(candidates) * eighths // 8)
-            for _, r, c in candidates[done:upto]:
-                cube, actions = current[r][c]
-                current[r] = current[r][:c] + [(_keep(cube, len(cube) - 1, sel), actions)] + current[r][c + 1:]
-            done = upto
-            yield _step(f"round-{round_}-{eighths}/8", None, cubes_of, [list(c) for c in current])
+    yield _step("free", None, cubes_of, [list(c) for c in current])  # copies: later steps change ``current``
+    # Every further drop, cheapest first over all cubes: a cube may lose several constraints before
+    # another loses one, when that costs less (the cost of a cube's next drop grows as it loses some).
+    heap = [(_drop_cost(cube, sel), r, c) for r, cubes in enumerate(current) for c, (cube, _) in enumerate(cubes)
+            if len(cube) > 1]
+    heapq.heapify(heap)
+    total = sum(len(cube) - 1 for cubes in current for cube, _ in cubes if cube)
+    done = 0
+    for k in range(1, STEPS + 1):
+        target = total * k // STEPS
+        while done < target and heap:
+            _, r, c = heapq.heappop(heap)
+            cube, actions = current[r][c]
+            smaller = _keep(cube, len(cube) - 1, sel)
+            current[r] = current[r][:c] + [(smaller, actions)] + current[r][c + 1:]
+            done += 1
+            if len(smaller) > 1:
+                heapq.heappush(heap, (_drop_cost(smaller, sel), r, c))
+        yield _step(f"drop-{k}/{STEPS}", None, cubes_of, [list(c) for c in current])
     yield _step("keep-0", 0, cubes_of, [[((), a) for _, a in cubes] for cubes in current])
 
 
