@@ -9,7 +9,7 @@ Which constraints go first is decided by their *selectivity*, the share of packe
 them: on a sample of the traffic when one is given (``--trace``), else under uniform traffic over
 each field's domain. Dropping constraint ``c`` of a cube whose other constraints hold for a share
 ``p`` of packets adds about ``p * (1 - sel(c))`` deliveries per packet, so a cube keeps its most
-selective constraints. The steps, each compiled and kept as soon as it fits:
+selective constraints. The steps, in order (the compile bisects them for the least one that fits):
 
 1. drop the constraints that almost every packet satisfies (``sel >= 0.99``: ``x != 5``), nearly free;
 2. drop constraints one at a time, the cheapest drop over all cubes first (each cube drops its least

@@ -12,8 +12,8 @@ and each rule to a lane whose hub it tests: in a lane every rule is decided on t
 what a node remembers depends on one field's value. (A first version grouped rules by the
 similarity of their attribute sets; on thirty two-attribute Siena filters it left 40 times more
 edges.) The real compiled size is the judge: each lane count tried is compiled (with an edge
-limit, so a hopeless candidate stops early) and the smallest total wins. Rules that call user actions stay together in lane 0, where the call
-tables are.
+limit, so a hopeless candidate stops early), and the fewest edges win, fewer lanes within 10 %.
+Rules that call user actions stay together in lane 0, where the call tables are.
 """
 
 from __future__ import annotations
