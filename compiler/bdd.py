@@ -262,9 +262,10 @@ class _Builder:
             idx = self._residuals[level][key] = len(self._res_cons[level])
             self._res_cons[level].append(cons)
             self._res_next[level].append(nxt)
-            below = [self._pure[level + 1][o] for o in nxt]
-            decided = (cons is None or cons.is_full) and all(b is not None for b in below)
-            self._pure[level].append(tuple(sorted({p for b in below for p in b})) if decided else None)
+            if self.emit:
+                below = [self._pure[level + 1][o] for o in nxt]
+                decided = (cons is None or cons.is_full) and all(b is not None for b in below)
+                self._pure[level].append(tuple(sorted({p for b in below for p in b})) if decided else None)
         return (idx,)
 
     def _draw_keys(self) -> None:
@@ -359,48 +360,51 @@ class _Builder:
                                       f"before {self.max_edges} edges")
         pure = self._pure[level + 1] if self.emit else None
         counts: dict[int, int] = {}  # undecided objects of the next level (they make the child)
-        decided: dict[int, int] = {}  # decided ones (emitted on the edge)
+        hsum = 0  # their hash sum
+        decided: dict[int, int] = {}  # with outputs on edges: decided objects (emitted on the edge)
         port_count: dict[int, int] = {}  # how many decided objects give each port (by bit index)
-        sums = [0, 0, 0]  # hash sums of counts and decided; the emitted ports as a bitmap
+        emitted = [0]  # the ports the decided objects give, as a bitmap over _bit_of
         events: list[tuple[int, int, int]] = []
         keys = self._keys[level + 1]
         bit_of = self._bit_of
 
-        def enter(o: int, delta: int) -> None:
-            is_decided = pure is not None and pure[o] is not None
-            side, which = (decided, 1) if is_decided else (counts, 0)
-            n = side.get(o, 0) + delta
-            if n == 0:
-                del side[o]
-                sums[which] -= keys[o]
+        def decide(o: int, delta: int) -> None:
+            n = decided.get(o, 0) + delta
+            if n:
+                decided[o] = n
+                if not (n == 1 and delta == 1):
+                    return
             else:
-                if n == 1 and delta == 1:
-                    sums[which] += keys[o]
-                side[o] = n
-            if is_decided and ((n == 1 and delta == 1) or n == 0):
-                for p in pure[o]:  # the object starts or stops giving its ports
-                    b = bit_of.get(p)
-                    if b is None:
-                        b = bit_of[p] = len(bit_of)
-                    c = port_count.get(b, 0) + delta
-                    port_count[b] = c
-                    if c == 0:
-                        sums[2] &= ~(1 << b)
-                    elif c == 1 and delta == 1:
-                        sums[2] |= 1 << b
+                del decided[o]
+            for p in pure[o]:  # the object starts or stops giving its ports
+                b = bit_of.get(p)
+                if b is None:
+                    b = bit_of[p] = len(bit_of)
+                c = port_count.get(b, 0) + delta
+                port_count[b] = c
+                if c == 0:
+                    emitted[0] &= ~(1 << b)
+                elif c == 1 and delta == 1:
+                    emitted[0] |= 1 << b
 
         for r in objs:
             c = cons[r]
             if c is None or c.is_full:
                 for o in nxt[r]:
-                    enter(o, 1)
+                    if pure is not None and pure[o] is not None:
+                        decide(o, 1)
+                        continue
+                    n = counts.get(o, 0)
+                    if n == 0:
+                        hsum += keys[o]
+                    counts[o] = n + 1
             else:
                 for lo, hi in c.intervals:
                     events.append((lo, 1, r))
                     if hi < top:
                         events.append((hi + 1, -1, r))
         if not events and not decided:
-            return self._build(level + 1, frozenset(counts), sums[0])
+            return self._build(level + 1, frozenset(counts), hsum)
         events.sort()
         edges: list[Edge] = []
         emits: list[int] = []
@@ -411,13 +415,24 @@ class _Builder:
                 _, delta, r = events[i]
                 i += 1
                 for o in nxt[r]:
-                    enter(o, delta)
+                    if pure is not None and pure[o] is not None:
+                        decide(o, delta)
+                        continue
+                    n = counts.get(o, 0) + delta
+                    if n == 0:
+                        del counts[o]
+                        hsum -= keys[o]
+                    else:
+                        if n == 1 and delta == 1:
+                            hsum += keys[o]
+                        counts[o] = n
             end = events[i][0] - 1 if i < n_events else top
-            child = memo.get((len(counts), sums[0]))
+            child = memo.get((len(counts), hsum))
             if child is None:
-                child = self._build(level + 1, frozenset(counts), sums[0])
+                child = self._build(level + 1, frozenset(counts), hsum)
             edges.append((pos, end, child))
-            emits.append(self._emission(sums[2]) if sums[2] else 0)
+            if pure is not None:
+                emits.append(self._emission(emitted[0]) if emitted[0] else 0)
             pos = end + 1
         return self._node(level, edges, emits if self.emit else None)
 
