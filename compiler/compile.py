@@ -98,13 +98,11 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     delivery = options.delivery
     if delivery not in DELIVERIES:
         raise P4subError(f"delivery {delivery!r}: expected one of {', '.join(DELIVERIES)}")
-    if options.tables.no_bitmap:
-        if delivery == "bitmap" or (options.lanes or 1) > 1:
-            raise CompileError(f"--delivery bitmap and --lanes are not available here: {options.tables.no_bitmap}")
-        delivery = "groups"
     stacks = stacked_query_headers(spec, typed)
     if delivery == "auto" and stacks and (options.lanes or 1) == 1:
-        delivery = "groups"  # both backends evaluate a stack's messages one by one into port sets (docs/compiler.md)
+        # Both backends evaluate a stack's messages one by one into port sets, with groups only; an
+        # explicit bitmap request compiles (the model runs it) and the backends refuse to render it.
+        delivery = "groups"
     if options.lanes is not None and options.lanes < 1:
         raise P4subError(f"--lanes {options.lanes}: expected a positive number or auto")
     if delivery == "groups" and (options.lanes or 1) > 1:

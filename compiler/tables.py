@@ -46,9 +46,6 @@ class TableOptions:
     # the same tables renders the same program and installs as entry changes only.
     min_state_bits: int = 0
     min_sizes: dict[str, int] = field(default_factory=dict)
-    # Why the target (or a caller such as routing) cannot take port-bitmap delivery and needs every
-    # leaf's ports in a leaf table with one multicast group per port set; empty: it can.
-    no_bitmap: str = ""
     min_ports: tuple[int, ...] = ()  # bitmap ports kept from a previous compile (``--like``)
 
 

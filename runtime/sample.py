@@ -26,7 +26,7 @@ def read_sample(path: str, spec: Spec, fields: dict[str, QueryField], rows: int 
     """Columns of the queried ``fields`` from a pcap (``.pcap``/``.pcapng``) or a JSON-lines file."""
     p = Path(path)
     if not p.is_file():
-        raise P4subError(f"--trace {path}: no such file")
+        raise P4subError(f"--trace {path}: not a file" if p.exists() else f"--trace {path}: no such file")
     if p.suffix in (".pcap", ".pcapng", ".cap"):
         return _from_pcap(path, spec, fields, rows)
     return _from_jsonl(path, fields, rows)

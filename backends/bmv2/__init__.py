@@ -21,8 +21,6 @@ import json
 from pathlib import Path
 
 from compiler import ir
-from compiler.spec import Spec
-from compiler.tables import TableOptions
 
 from backends.bmv2.cli_commands import commands
 from backends.bmv2.p4runtime import write_request
@@ -75,16 +73,6 @@ def emit(pipeline: ir.Pipeline, out_dir: str | Path, options: Bmv2Options | None
         path.write_text(text, encoding="utf-8")
         written.append(path)
     return written
-
-
-def compile_options(spec: Spec, base: TableOptions = TableOptions()) -> TableOptions:
-    """What this backend renders: port bitmaps only for one message per packet (scalar query headers)."""
-    stacks = sorted({h.name for h in spec.headers if h.stack_size
-                     and any(ref.split(".", 1)[0] == h.name for ref in spec.query_fields)})
-    if stacks:
-        return dataclasses.replace(base, no_bitmap=f"bmv2 evaluates the messages of header stack {stacks[0]} one pass "
-                                                   "at a time and renders multicast groups per port set for them")
-    return base
 
 
 def network_options(up_ports: tuple[int, ...]) -> Bmv2Options:

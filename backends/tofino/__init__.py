@@ -70,11 +70,7 @@ def compile_options(spec: Spec, base: TableOptions = TableOptions(), target: Tar
             continue
         if info.width > target.widest_range_key:
             chosen[name] = "compress"
-    stacks = sorted({h.name for h in spec.headers if h.stack_size
-                     and any(ref.split(".", 1)[0] == h.name for ref in spec.query_fields)})
-    no_bitmap = base.no_bitmap or (f"tofino evaluates the messages of header stack {stacks[0]} side by side and "
-                                   "keeps per-slot leaf states for the egress" if stacks else "")
-    return replace(base, per_field_encoding=chosen, no_bitmap=no_bitmap)
+    return replace(base, per_field_encoding=chosen)
 
 
 def build(pipeline: ir.Pipeline, options: TofinoOptions = TofinoOptions()) -> Rendered:

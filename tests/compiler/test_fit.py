@@ -193,3 +193,19 @@ def test_each_widening_step_only_drops_constraints_from_the_step_before(rules):
             for (old_cube, old_actions), (new_cube, new_actions) in zip(old, new):
                 assert set(new_cube) <= set(old_cube) and new_actions == old_actions
         before = after
+
+
+def test_a_stack_spec_keeps_groups_under_auto_and_both_backends_refuse_an_explicit_bitmap(tmp_path, capsys):
+    from pathlib import Path
+
+    from compiler.cli import main
+
+    root = Path(__file__).resolve().parents[2]
+    spec, rules = str(root / "apps/itch/itch.p4"), str(root / "apps/itch/rules.sub")
+    assert main(["compile", spec, rules, "-o", str(tmp_path / "auto")]) == 0
+    assert ir.load(tmp_path / "auto").delivery.kind == "groups"
+    for target in ("bmv2", "tofino"):
+        capsys.readouterr()
+        assert main(["compile", spec, rules, "--target", target, "--delivery", "bitmap", "-o", str(tmp_path / target)]) == 2
+        err = capsys.readouterr().err
+        assert "port-bitmap delivery is rendered for one message per packet" in err and "--delivery groups" in err
