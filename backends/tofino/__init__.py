@@ -130,7 +130,11 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
 
 def emit(pipeline: ir.Pipeline, out_dir: str | Path, options: TofinoOptions = TofinoOptions()) -> Rendered:
     """Write ``program.p4``, ``entries.bfrt.json`` and ``resources.json`` (nothing when a check fails)."""
-    rendered = build(pipeline, options)
+    return write(build(pipeline, options), out_dir)
+
+
+def write(rendered: Rendered, out_dir: str | Path) -> Rendered:
+    """Write what :func:`build` rendered (the compile CLI builds first to judge the fit)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / PROGRAM_FILE).write_text(rendered.program.text, encoding="utf-8")

@@ -136,11 +136,12 @@ def run(args: argparse.Namespace) -> int:
     compiled = compile_rules(spec, rules, options)
     emit_options = (backend.options_from_args(args),) if backend is not None and hasattr(backend, "options_from_args") else ()
     refusals: list[str] = []
+    rendered = None
     while backend is not None and hasattr(backend, "build") and not args.like:
         # The target's own resource model is the last judge of the entry budget: while it refuses a
         # pipeline that the default budget let through, halve the budget (rules get widened) and retry.
         try:
-            backend.build(compiled.pipeline, *emit_options)
+            rendered = backend.build(compiled.pipeline, *emit_options)
             break
         except ResourceError as exc:
             if args.exact or "entries" in args.budget or len(refusals) >= 6 or compiled.stats["total_entries"] < 2:
@@ -162,7 +163,9 @@ def run(args: argparse.Namespace) -> int:
         report_widening(compiled, options, args.trace)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if backend is not None:
+    if rendered is not None:
+        backend.write(rendered, out)
+    elif backend is not None:
         backend.emit(compiled.pipeline, out, *emit_options)  # checks resources first: nothing is written if it does not fit
     ir.save(compiled.pipeline, out / "pipeline.json")
     (out / "stats.json").write_text(json.dumps(compiled.stats, indent=2) + "\n", encoding="utf-8")
