@@ -9,7 +9,7 @@ from typing import Sequence
 
 from compiler import bdd, ir
 from compiler.budget import Selectivity, Widening, widenings
-from compiler.dnf import DEFAULT_LIMIT, rule_actions
+from compiler.dnf import DEFAULT_LIMIT, ActionSet, rule_actions
 from compiler.errors import CompileError, P4subError
 from compiler.lang import read_rules
 from compiler.lanes import LaneChoice, choose_lanes
@@ -81,10 +81,8 @@ class Compiled:
     lanes: LaneChoice | None = None
     widening: Widening | None = None  # None: exact
 
-    def evaluate(self, values: dict[str, int]):
+    def evaluate(self, values: dict[str, int]) -> ActionSet:
         """What the diagrams give one packet: the union over lanes."""
-        from compiler.dnf import ActionSet
-
         out = ActionSet()
         for d in self.diagrams or (self.diagram,):
             out = out | d.evaluate(values)
