@@ -36,6 +36,7 @@ from compiler.dnf import DEFAULT_LIMIT, ActionSet, Cube, rule_actions, to_dnf
 from compiler.errors import CompileError
 from compiler.predicates import IntervalSet
 from compiler.spec import QueryField
+from compiler import validity
 from compiler.typecheck import TypedRules
 
 Edge = tuple[int, int, int]  # lo, hi, child node id
@@ -90,12 +91,14 @@ class Diagram:
 
     def evaluate(self, values: dict[str, int]) -> ActionSet:
         """Follow one packet (attribute name -> integer value) to its leaf; the union of what it
-        gets there and on the way (outputs on edges)."""
+        gets there and on the way (outputs on edges). A header validity field left out of
+        ``values`` is 1 (the packet carries the header), as in the reference model."""
         node = self.root
         ports: set[int] = set()
         while node not in self.leaves:
             n = self.nodes[node]
-            i = self.edge_index(node, values[self.fields[n.level].name])
+            name = self.fields[n.level].name
+            i = self.edge_index(node, values[name] if name in values or not validity.is_validity(name) else 1)
             if n.emits:
                 ports |= self.emissions[n.emits[i]]
             node = n.edges[i][2]
@@ -148,8 +151,17 @@ def default_field_order(cubes: Sequence[Cube], fields: dict[str, QueryField]) ->
     def exact_only(name: str) -> bool:
         return all(len(s.intervals) == 1 and s.intervals[0][0] == s.intervals[0][1] for s in distinct[name])
 
-    used = [n for n in fields if distinct[n]]
-    return sorted(used, key=lambda n: (not exact_only(n), fields[n].match_kind == "lpm", len(distinct[n]), spec_order[n]))
+    used = [n for n in fields if distinct[n] and not validity.is_validity(n)]
+    order = sorted(used, key=lambda n: (not exact_only(n), fields[n].match_kind == "lpm", len(distinct[n]), spec_order[n]))
+    # A header's validity right before its first field: the diagram splits on a protocol only where
+    # its fields start to matter, instead of multiplying every combination of headers at the root.
+    out: list[str] = []
+    for n in order:
+        v = validity.field_name(n.split(".", 1)[0])
+        if v in distinct and distinct[v] and v not in out:
+            out.append(v)
+        out.append(n)
+    return [v for v in fields if validity.is_validity(v) and distinct[v] and v not in out] + out
 
 
 def build(typed: TypedRules, *, field_order: Sequence[str] | None = None, dnf_limit: int = DEFAULT_LIMIT,
@@ -159,19 +171,26 @@ def build(typed: TypedRules, *, field_order: Sequence[str] | None = None, dnf_li
     ``emit``: ports on edges (see the module docstring). ``rules``: indexes of the rules to compile
     (a lane), all by default.
     """
-    return build_cubes(rule_cubes(typed, dnf_limit, rules), typed.fields, field_order=field_order, seed=seed, emit=emit,
-                       max_edges=max_edges)
+    return build_cubes(rule_cubes(typed, dnf_limit, rules), typed.match_fields, field_order=field_order, seed=seed,
+                       emit=emit, max_edges=max_edges)
 
 
 def rule_cubes(typed: TypedRules, dnf_limit: int = DEFAULT_LIMIT,
                rules: Sequence[int] | None = None) -> list[tuple[Cube, tuple]]:
-    """Each rule's DNF cubes with its atomic actions (the input of :func:`build_cubes`)."""
+    """Each rule's DNF cubes with its atomic actions (the input of :func:`build_cubes`).
+
+    A cube also requires the validity fields of the headers its rule reads (:mod:`compiler.validity`).
+    """
     cubes: list[tuple[Cube, tuple]] = []
     all_rules = typed.rules.rules
+    valid = IntervalSet.of(1, 1, 1)
     for i in (range(len(all_rules)) if rules is None else rules):
         rule = all_rules[i]
         actions = _atomic_actions(rule)
+        required = typed.rule_validity[i] if typed.rule_validity else ()
         for cube in to_dnf(rule, typed.fields, dnf_limit):
+            if required:
+                cube = tuple(sorted(cube + tuple((name, valid) for name in required)))
             cubes.append((cube, actions))
     return cubes
 

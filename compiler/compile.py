@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,6 +132,7 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
             pipeline = build_pipeline(diagram, spec, options.tables)
             candidates.append(Compiled(typed, diagram, pipeline, pipeline_stats(pipeline, 0.0), (diagram,)))
     for c in candidates:
+        c.pipeline = dataclasses.replace(c.pipeline, guard=typed.guard)
         c.stats["budget_misses"] = options.budget.misses(c.stats)
         c.stats["cost_bits"] = layout_cost(c.stats, c.pipeline)
     # What fits first, then exact before approximate, then the cheaper.
@@ -161,7 +163,7 @@ def _bitmap(spec: Spec, typed: TypedRules, options: CompileOptions, notes: list[
     ports = sorted({p for r in typed.rules for p in rule_actions(r).ports} | set(options.tables.min_ports))
     steps: list[tuple[Widening | None, list]] = [(None, cubes_of)]
     if not options.exact:
-        steps += [(w, c) for w, c in widenings(cubes_of, Selectivity(typed.fields, options.sample)) if w.dropped]
+        steps += [(w, c) for w, c in widenings(cubes_of, Selectivity(typed.match_fields, options.sample)) if w.dropped]
     # Edges are about entries plus each node's default edge: past this many, the entries do not fit.
     limit = options.budget.entries + options.budget.entries // 4
 
@@ -169,7 +171,7 @@ def _bitmap(spec: Spec, typed: TypedRules, options: CompileOptions, notes: list[
         widening, cubes = steps[i]
         name = widening.step if widening else "exact"
         try:
-            choice = choose_lanes(cubes, typed.fields, lanes=options.lanes, max_lanes=options.max_lanes,
+            choice = choose_lanes(cubes, typed.match_fields, lanes=options.lanes, max_lanes=options.max_lanes,
                                   field_order=options.field_order or None, pinned=pinned, max_edges=limit,
                                   search_seconds=options.order_search)
         except bdd.DiagramTooLarge:

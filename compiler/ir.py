@@ -24,9 +24,10 @@ from typing import Any, Union
 from compiler.errors import P4subError
 from compiler.spec import Spec
 
-FORMAT_VERSION = 2
-#: Versions this p4sub reads: 1 had no lanes and no port bitmap (the defaults below mean the same).
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+#: Versions this p4sub reads: 1 had no lanes and no port bitmap, 2 no guard (the defaults below mean
+#: the same: a version-2 program required every header its tables query).
+READABLE_VERSIONS = (1, 2, 3)
 STATE = "meta.p4sub_state"
 PORTS = "meta.p4sub_ports"
 
@@ -212,6 +213,16 @@ class Pipeline:
     format_version: int = FORMAT_VERSION
     delivery: Delivery = field(default_factory=Delivery)
     lanes: int = 1
+    # Headers that must be valid for the tables to run (compiler.validity); None: every header a
+    # table key reads (pipelines of format 1 and 2).
+    guard: tuple[str, ...] | None = None
+
+    def guard_headers(self) -> tuple[str, ...]:
+        """The headers a packet must carry to be matched at all."""
+        if self.guard is not None:
+            return self.guard
+        return tuple(sorted({k.field.split(".", 1)[0] for t in self.tables for k in t.keys
+                             if not k.field.startswith("meta.") and "." in k.field}))
 
     def lane_tables(self, lane: int) -> list[Table]:
         return [t for t in self.tables if t.lane == lane]

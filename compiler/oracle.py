@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from compiler import rules as ast
 from compiler.dnf import ActionSet, rule_actions
-from compiler.spec import QueryField
+from compiler.spec import QueryField, Spec
 from compiler.typecheck import TypedRules
 from compiler.values import encode_string, scale_decimal
 
@@ -49,10 +49,32 @@ def filter_holds(f: ast.Filter, fields: dict[str, QueryField], values: dict[str,
     return any(filter_holds(i, fields, values) for i in f.items)
 
 
-def evaluate(typed: TypedRules, values: dict[str, int]) -> ActionSet:
-    """The union of the actions of every rule whose filter holds for ``values``."""
+def headers_read(rule: ast.Rule, spec: Spec | None) -> set[str]:
+    """The scalar header instances whose fields the rule compares (a stack's rows are its messages,
+    each carrying its element)."""
+    out: set[str] = set()
+    stack = [rule.filter]
+    while stack:
+        f = stack.pop()
+        if isinstance(f, ast.Comparison):
+            if isinstance(f.attribute, ast.Field) and spec is not None:
+                inst = spec.header(f.attribute.name.split(".")[0])
+                if inst is not None and not inst.stack_size:
+                    out.add(inst.name)
+        elif isinstance(f, ast.Not):
+            stack.append(f.item)
+        elif isinstance(f, (ast.And, ast.Or)):
+            stack.extend(f.items)
+    return out
+
+
+def evaluate(typed: TypedRules, values: dict[str, int], carried: set[str] | None = None) -> ActionSet:
+    """The union of the actions of every rule whose filter holds for ``values`` and whose headers
+    the packet carries (``carried``: its valid header instances; None: all of them)."""
     acc = ActionSet()
     for rule in typed.rules:
+        if carried is not None and not headers_read(rule, typed.spec) <= carried:
+            continue
         if filter_holds(rule.filter, typed.fields, values):
             acc = acc | rule_actions(rule)
     return acc

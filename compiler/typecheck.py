@@ -12,6 +12,7 @@ from decimal import Decimal
 
 from compiler import rules as ast
 from compiler.errors import P4subError, SourceLocation, TypeCheckError, raise_all
+from compiler import validity
 from compiler.spec import QueryField, Spec
 from compiler.values import encode_string, scale_decimal, string_prefix_range
 
@@ -27,6 +28,16 @@ class TypedRules:
     rules: ast.RuleSet
     fields: dict[str, QueryField] = field(default_factory=dict)
     spec: Spec | None = None
+    # Header validity (compiler.validity): headers every rule reads, the 1-bit validity fields of
+    # the others, and per rule the validity fields its cubes require.
+    guard: tuple[str, ...] = ()
+    validity: dict[str, QueryField] = field(default_factory=dict)
+    rule_validity: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def match_fields(self) -> dict[str, QueryField]:
+        """What the diagram matches: the validity fields first (two values each), then the attributes."""
+        return {**self.validity, **self.fields} if self.validity else self.fields
 
 
 def attribute_name(attr: ast.Attribute) -> str:
@@ -44,7 +55,8 @@ def check_rules(rules: ast.RuleSet, spec: Spec, *, port_bits: int = V1MODEL_PORT
     raise_all(checker.errors)
     order = {name: i for i, name in enumerate(spec.query_fields)}
     fields = dict(sorted(checker.fields.items(), key=lambda kv: (order.get(kv[0], len(order)), checker.first_use[kv[0]])))
-    return TypedRules(rules, fields, spec)
+    valid = validity.plan(rules, spec)
+    return TypedRules(rules, fields, spec, valid.guard, valid.fields, valid.per_rule)
 
 
 class _Checker:

@@ -39,6 +39,7 @@ from typing import Any, Iterable
 from compiler import ir
 from compiler import rules as ast
 from compiler.dnf import rule_actions
+from compiler.oracle import headers_read
 from compiler.errors import P4subError
 from compiler.spec import QueryField
 from compiler.typecheck import TypedRules
@@ -228,8 +229,13 @@ def _filter_bdd(enc: Encoder, f: ast.Filter, fields: dict[str, QueryField], memo
     return u
 
 
+def _valid_var(header: str) -> str:
+    return header + ".$valid"
+
+
 def rules_outputs(enc: Encoder, typed: TypedRules) -> dict[Output, Any]:
-    """Per output, the packets some rule gives it to."""
+    """Per output, the packets some rule gives it to: those its filter holds for and that carry
+    every header it reads."""
     out: dict[Output, Any] = {}
     memo: dict = {}
     for rule in typed.rules:
@@ -238,6 +244,8 @@ def rules_outputs(enc: Encoder, typed: TypedRules) -> dict[Output, Any]:
         if not outputs:
             continue
         u = _filter_bdd(enc, rule.filter, typed.fields, memo)
+        for h in headers_read(rule, typed.spec):
+            u &= enc.intervals(_valid_var(h), [(1, 1)])
         for o in outputs:
             out[o] = out.get(o, enc.bdd.false) | u
     return out
@@ -293,8 +301,13 @@ class _Run:
 
     def _run(self, control: Iterable[str], ports_of) -> dict[Output, Any]:
         # A valuation: metadata values plus what the packet got so far (port, group, dropped, calls).
+        # The tables run only for packets that carry the guard's headers (the rest are dropped).
         start = (tuple(0 for _ in self.meta), -1, 0, False, frozenset())
-        states = {start: self.enc.bdd.true}
+        guard = self.enc.bdd.true
+        for h in self.p.guard_headers():
+            if not self.p.spec.header(h) or not self.p.spec.header(h).stack_size:
+                guard &= self.enc.intervals(_valid_var(h), [(1, 1)])
+        states = {start: guard}
         for name in control:
             nxt: dict = {}
             for valuation, u in states.items():
@@ -431,7 +444,12 @@ def verify(pipeline: ir.Pipeline, typed: TypedRules) -> Verdict:
     # are variables too: the pipeline's outputs simply do not depend on them.
     inputs = {name: info.width for name, info in typed.fields.items()}
     inputs.update({k.field: k.width for t in pipeline.tables for k in t.keys if not k.field.startswith("meta.")})
-    bounds: dict[str, tuple[int, set[int]]] = {f: (w, set()) for f, w in inputs.items()}
+    for rule in typed.rules:
+        inputs.update({_valid_var(h): 1 for h in headers_read(rule, typed.spec)})
+    spec = pipeline.spec
+    inputs.update({_valid_var(h): 1 for h in pipeline.guard_headers() if not (spec.header(h) and spec.header(h).stack_size)})
+    bounds: dict[str, tuple[int, set[int]]] = {f: (w, {1, 2} if f.endswith(".$valid") else set())
+                                               for f, w in inputs.items()}
     for rule in typed.rules:
         for c in _rule_comparisons(rule.filter):
             for lo, hi in comparison_intervals(c, typed.fields[c.attribute.name]):

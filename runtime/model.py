@@ -26,7 +26,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from compiler import ir
+from compiler import ir, validity
 from compiler.errors import P4subError
 
 
@@ -416,22 +416,59 @@ class Model:
                             for name, es in by_table.items()}
         self.group_ports = {g.id: frozenset(g.ports) for g in pipeline.multicast_groups}
         self.meta_width = {m.name: m.width for m in pipeline.metadata}
-        self.inputs = sorted({k.field for t in pipeline.tables for k in t.keys if not k.field.startswith("meta.")})
+        keys = {k.field for t in pipeline.tables for k in t.keys if not k.field.startswith("meta.")}
+        self.guard = tuple(validity.field_name(h) for h in pipeline.guard_headers())
+        #: The packet fields the tables read (what a reader must supply) and the validity bits the
+        #: program tests (in its guard or as keys), which :meth:`with_validity` can derive.
+        self.inputs = sorted(f for f in keys if not validity.is_validity(f))
+        self.validity = sorted({f for f in keys if validity.is_validity(f)} | set(self.guard))
+        self.widths = {k.field: k.width for t in pipeline.tables for k in t.keys} | {g: 1 for g in self.guard}
+
+    def with_validity(self, columns: Mapping[str, Sequence[int] | np.ndarray], n: int | None = None) -> dict:
+        """``columns`` completed with the validity bits the program tests.
+
+        A validity column ``h.$valid`` given is used as is (readers that parse packets give it, as
+        the switch's parser decides it); one left out is 1: rows of a reader that yields only
+        complete messages carry every header they have fields of. The fields of a header that is
+        invalid in every row may be left out (they read as 0): the diagram tests validity wherever
+        such a field would decide.
+        """
+        out = dict(columns)
+        if n is None:
+            n = batch_rows(columns, None)
+        for f in self.validity:
+            if f not in out:
+                out[f] = np.ones(n, dtype=np.uint64)
+        for f in self.inputs:
+            if f not in out:
+                valid = out.get(validity.field_name(f.split(".", 1)[0]))
+                if valid is not None and not np.asarray(valid).astype(bool).any():
+                    out[f] = np.zeros(n, dtype=np.uint64) if self.widths[f] <= 64 else np.zeros(n, dtype=object)
+        return out
 
     def run(self, columns: Mapping[str, Sequence[int] | np.ndarray], rows: int | None = None) -> Result:
         """Run a batch given as field columns. ``rows`` is the batch size; it may be left out when
-        there are columns (then they give it), and must be given for a pipeline that reads no field."""
+        there are columns (then they give it), and must be given for a pipeline that reads no field.
+
+        Rows whose guard headers are not all valid skip the tables and are dropped (the program's
+        ``if`` around the tables)."""
+        n = batch_rows({f: columns[f] for f in self.inputs if f in columns} or columns, rows)
+        columns = self.with_validity(columns, n)
         missing = [f for f in self.inputs if f not in columns]
         if missing:
             raise P4subError(f"packets lack field(s) {', '.join(missing)} that the pipeline matches on")
-        n = batch_rows({f: columns[f] for f in self.inputs} if self.inputs else columns, rows)
-        widths = {k.field: k.width for t in self.pipeline.tables for k in t.keys}
-        cols = {f: _as_array(columns[f], widths[f]) for f in self.inputs}
+        cols = {f: _as_array(columns[f], self.widths[f]) for f in self.inputs + self.validity}
         meta = {m: np.zeros(n, dtype=np.uint64) if w <= 64 else np.zeros(n, dtype=object)
                 for m, w in self.meta_width.items()}
         res = Result(np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), meta, {},
                      self.group_ports)
         rows = np.arange(n)
+        if self.guard:
+            passed = np.ones(n, dtype=bool)
+            for g in self.guard:
+                passed &= cols[g].astype(bool)
+            res.dropped[~passed] = True
+            rows = rows[passed]
         for name in self.pipeline.control:
             self._apply(name, rows, cols, res)
         if self.pipeline.delivery.is_bitmap:
@@ -506,10 +543,15 @@ class Model:
 
     # -- one packet, literally --------------------------------------------------------------
     def run_one(self, values: Mapping[str, int]) -> tuple[frozenset[int], list[tuple[str, ir.Entry | None]]]:
-        """One message through :func:`lookup` (no vectorisation); returns its ports and the trace."""
+        """One message through :func:`lookup` (no vectorisation); returns its ports and the trace.
+
+        Validity as in :meth:`with_validity`; a packet without a guard header goes through no table."""
+        values = {f: int(c[0]) for f, c in self.with_validity({f: [v] for f, v in values.items()}, 1).items()}
         meta = {m: 0 for m in self.meta_width}
         port, group, dropped = -1, 0, False
         trace: list[tuple[str, ir.Entry | None]] = []
+        if not all(values.get(g, 0) for g in self.guard):
+            return frozenset(), trace
 
         def apply(name: str) -> None:
             nonlocal port, group, dropped

@@ -104,6 +104,18 @@ class ParsedPacket:
     def valid(self, name: str) -> bool:
         return name in self.headers or bool(self.stacks.get(name))
 
+    def row(self, fields: Iterable[str]) -> dict[str, int]:
+        """A reference-model row of this packet: each field's value (0 when its header was not
+        extracted) and each validity field ``h.$valid`` as the parser left ``hdr.h.isValid()``."""
+        out = {}
+        for ref in fields:
+            if ref.endswith(".$valid"):
+                out[ref] = int(self.valid(ref[: -len(".$valid")]))
+            else:
+                v = self.value(ref)
+                out[ref] = 0 if v is None else v
+        return out
+
     def value(self, ref: str) -> int | None:
         """``ipv4.ttl``, ``add_order[0].price`` or ``add_order.last.price``; None when not extracted."""
         match = _FIELD_REF.fullmatch(ref)

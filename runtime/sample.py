@@ -15,6 +15,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from compiler import validity
 from compiler.errors import P4subError, SourceLocation
 from compiler.spec import QueryField, Spec
 from compiler.values import packet_value
@@ -65,8 +66,14 @@ def _from_pcap(path: str, spec: Spec, fields: dict[str, QueryField], limit: int)
 
 
 def jsonl_rows(stream: Iterable[str], path: str, fields: dict[str, tuple[int, int]],
-               why: str = "") -> Iterator[dict[str, int]]:
-    """Rows of integer values from JSON lines (``fields``: name -> (width, scale)), errors at file:line."""
+               why: str = "", headers: Iterable[str] = ()) -> Iterator[dict[str, int]]:
+    """Rows of integer values from JSON lines (``fields``: name -> (width, scale)), errors at file:line.
+
+    ``headers``: headers whose validity the pipeline tests. A JSON packet carries such a header when
+    it gives at least one of its fields; the row then holds ``h.$valid`` = 1, else 0 and the
+    header's fields read as 0 (a packet lacking a header says so by leaving its fields out).
+    """
+    headers = tuple(headers)
     for lineno, line in enumerate(stream, 1):
         if not line.strip():
             continue
@@ -77,7 +84,16 @@ def jsonl_rows(stream: Iterable[str], path: str, fields: dict[str, tuple[int, in
         if not isinstance(obj, dict):
             raise P4subError("expected a JSON object of field values", SourceLocation(path, lineno, 1))
         row = {}
+        absent = set()
+        for h in headers:
+            present = any(k.startswith(h + ".") for k in obj)
+            row[validity.field_name(h)] = int(present)
+            if not present:
+                absent.add(h)
         for f, (width, scale) in fields.items():
+            if f.split(".", 1)[0] in absent:
+                row[f] = 0
+                continue
             if f not in obj:
                 raise P4subError(f"packet lacks field {f!r}" + (f", {why}" if why else ""), SourceLocation(path, lineno, 1))
             try:

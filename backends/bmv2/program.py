@@ -55,6 +55,7 @@ from backends.common.messages import MessageLayout, ipv4_checksum, message_layou
 from backends.common.names import (
     check_key_fields,
     field_expression,
+    guard_condition,
     identifier,
     is_meta,
     split_field,
@@ -274,7 +275,6 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
     actions = action_decls(pipeline, V1MODEL) + [action_decl(a, V1MODEL) for a in extra_actions
                                                   if a.name not in egress_names]
     egress_actions = [action_decl(a, V1MODEL) for a in extra_actions if a.name in egress_names]
-    valid = [f"hdr.{h}[0].isValid()" if h in stacked else f"hdr.{h}.isValid()" for h in layout.query_headers]
     ipv4 = ipv4_checksum(spec)
     length_fields = []
     if mode == "prune":
@@ -294,7 +294,7 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         header_types=header_type_decls(spec), headers_struct=headers_struct_decl(spec),
         metadata_struct=struct_decl(METADATA_STRUCT, members),
         parser_states=parser_states(spec), actions=actions, tables=tables,
-        valid_condition=" && ".join(valid) if valid else "true",
+        valid_condition=guard_condition(pipeline),
         batched=batched, first_only=mode == "first", prune=mode == "prune",
         depth=layout.depth, stack=layout.stack, copies=copies, parallel=layout.parallel,
         apply_lines=apply_statements(pipeline),

@@ -61,7 +61,7 @@ from backends.common.controls import (
 )
 from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, header_member, header_type_decls, struct_decl
 from backends.common.messages import message_layout
-from backends.common.names import field_expression, is_meta, split_field
+from backends.common.names import field_expression, guard_condition, is_meta, split_field
 from backends.common.parser import emit_statements, parser_states
 from backends.common.templates import render_template
 
@@ -169,7 +169,6 @@ def program_text(plan: CombinedPlan, sp: SwitchPlan) -> str:
         members += [Member(bits(c.width), c.member) for c in copies]
         states = parser_states(spec)
         states[0] = states[0].replace("state start {", "state p4sub_spec_start {", 1)
-        valid = [f"hdr.{h}[0].isValid()" if h in stacked else f"hdr.{h}.isValid()" for h in layout.query_headers]
         rset_width = next(m.width for m in pipeline.metadata if m.name == RSET_META)
         context.update(
             name=pipeline.name, spec_path=spec.path, eth=eth, copies=copies,
@@ -178,7 +177,7 @@ def program_text(plan: CombinedPlan, sp: SwitchPlan) -> str:
             parser_states=states, emits=emit_statements(spec),
             actions=action_decls(pipeline, V1MODEL),
             tables=[table_decl(t, pipeline, key_expr) for t in chained_tables(pipeline)],
-            apply_lines=apply_statements(pipeline), valid_condition=" && ".join(valid) if valid else "true",
+            apply_lines=apply_statements(pipeline), valid_condition=guard_condition(pipeline),
             rset_meta=field_expression(RSET_META), rset_ref=RSET_META, rset_literal_zero=f"{rset_width}w0",
             push_size=push_size(plan),
         )

@@ -28,6 +28,7 @@ from compiler.errors import TargetError
 from compiler.spec import Spec
 
 HDR = "hdr"
+VALID = "$valid"  # compiler.validity's field of a header: hdr.h.isValid() as a 1-bit key
 META = "meta"
 PACKET = "packet"
 NO_ACTION = "NoAction"
@@ -88,6 +89,8 @@ def is_packet_field(spec: Spec, ref: str) -> bool:
     m = _STACK_PART.match(inst)
     if not m or spec.header(m.group(1)) is None:
         return False
+    if fld == VALID:
+        return True
     return spec.field_width(f"{m.group(1)}.{fld}") is not None
 
 
@@ -95,14 +98,26 @@ def field_expression(ref: str, *, hdr: str = HDR, meta: str = META, index: int |
     """The P4 expression for an IR field reference.
 
     ``meta.x`` -> ``meta.x``; ``h.f`` -> ``hdr.h.f``; with ``index`` (the header is a stack)
-    ``h.f`` -> ``hdr.h[index].f``.
+    ``h.f`` -> ``hdr.h[index].f``; a header's validity field ``h.$valid`` -> ``hdr.h.isValid()``.
     """
     if is_meta(ref):
         return f"{meta}.{meta_member(ref)}"
     inst, fld = split_field(ref)
     if index is not None:
         inst = f"{inst}[{index}]"
+    if fld == VALID:
+        return f"{hdr}.{inst}.isValid()"
     return f"{hdr}.{inst}.{fld}"
+
+
+def guard_condition(pipeline: ir.Pipeline, *, hdr: str = HDR) -> str:
+    """The condition under which the tables run: every guard header valid (a stack: its first element)."""
+    spec = pipeline.spec
+    parts = []
+    for h in pipeline.guard_headers():
+        inst = spec.header(h)
+        parts.append(f"{hdr}.{h}[0].isValid()" if inst is not None and inst.stack_size else f"{hdr}.{h}.isValid()")
+    return " && ".join(parts) if parts else "true"
 
 
 def check_key_fields(pipeline: ir.Pipeline, target: str) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from backends.common.controls import action_decls, apply_statements, table_decl, user_call_members
 from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, header_member, header_type_decls, struct_decl
 from backends.common.literals import literal
-from backends.common.names import field_expression, identifier, is_meta, meta_member, split_field
+from backends.common.names import field_expression, guard_condition, identifier, is_meta, meta_member, split_field
 from backends.common.parser import emit_statements, parser_states
 from backends.common.target import unsupported
 from backends.common.templates import render_template
@@ -176,10 +176,6 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
         else:
             pass_lines = [_apply_lines(pipeline, names)]
 
-    def valid(h: str) -> str:
-        inst = spec.header(h)
-        return f"hdr.{h}[0].isValid()" if inst is not None and inst.stack_size else f"hdr.{h}.isValid()"
-
     context = dict(
         name=pipeline.name, spec_path=pipeline.spec.path, target=target, mode=batched.mode, depth=depth,
         stack=message_stack, stopped=stopped, include=target.include,
@@ -198,7 +194,7 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
                         and a.name in action_text],
         tables=tables_text, egress_tables=egress_text,
         egress_table_names=[identifier(t.name) for t in egress_tables],
-        valid_condition=" && ".join(valid(h) for h in query_headers) if query_headers else "true",
+        valid_condition=guard_condition(pipeline),
         union=union, slot_blocks=slot_blocks,
         hit_fields=[f"meta.{meta_member(h)}" for h in batched.hit_fields],
         keep_fields=[f"meta.{meta_member(k)}" for k in batched.keep_fields],

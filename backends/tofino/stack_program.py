@@ -41,7 +41,7 @@ from backends.common.controls import action_decls, apply_statements, pipeline_me
 from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, header_member, header_type_decls, struct_decl
 from backends.common.literals import literal
 from backends.common.messages import message_layout
-from backends.common.names import check_key_fields, field_expression, is_meta, p4info_param_name, split_field
+from backends.common.names import check_key_fields, field_expression, guard_condition, is_meta, p4info_param_name, split_field
 from backends.common.parser import emit_statements, parser_states
 from backends.common.templates import render_template
 from backends.tofino.batch import EGRESS_PORT_KEY
@@ -218,14 +218,13 @@ def _subscription_context(plan: CombinedPlan, target: Target) -> tuple[dict[str,
         text = table_decl(table, pipeline, key_expr, size=t.size)
         pragma = entries_with_ranges(t, target)
         tables.append(f"@entries_with_ranges({pragma})\n{text}" if pragma is not None else text)
-    valid = [f"hdr.{h}[0].isValid()" if h in stacked else f"hdr.{h}.isValid()" for h in messages.query_headers]
     context = dict(
         name=pipeline.name, spec_path=pipeline.spec.path, eth=eth, stopped=stopped, first_only=bool(stacked),
         header_types=header_type_decls(spec), spec_members=[header_member(h).render() for h in spec.headers],
         parser_states=[s for s in parser_states(spec, packet="pkt") if not s.startswith("state start {")],
         emits=emit_statements(spec, packet="pkt"),
         actions=action_decls(pipeline, facts(target)), tables=tables, apply_lines=apply_statements(pipeline),
-        valid_condition=" && ".join(valid) if valid else "true",
+        valid_condition=guard_condition(pipeline),
         rset_meta=field_expression(RSET_META), rset_ref=RSET_META,
         rset_literal_zero=literal(0, rset_width(plan)), push_size=push_size(plan),
     )

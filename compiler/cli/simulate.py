@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from compiler import ir
+from compiler import ir, validity
 from compiler.cli import add_command
 from compiler.errors import P4subError
 from runtime.model import Model
@@ -24,19 +24,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def read_packets(path: str, pipeline: ir.Pipeline) -> dict[str, list[int]]:
-    """Columns of integer field values, one row per non-empty line, with file:line errors."""
-    widths = {k.field: k.width for t in pipeline.tables for k in t.keys}
-    fields = {f: (widths[f], pipeline.attributes.get(f, {}).get("scale", 0)) for f in _inputs(pipeline)}
+    """Columns of integer field values and header validity, one row per non-empty line, with
+    file:line errors (a packet carries the headers it gives fields of: :func:`runtime.sample.jsonl_rows`)."""
+    model = Model(pipeline)
+    fields = {f: (model.widths[f], pipeline.attributes.get(f, {}).get("scale", 0)) for f in model.inputs}
+    headers = [validity.header_of_validity(f) for f in model.validity]
     stream = sys.stdin if path == "-" else _open(path)
-    cols: dict[str, list[int]] = {f: [] for f in fields}
-    for row in jsonl_rows(stream, path, fields, "which the pipeline matches on"):
+    cols: dict[str, list[int]] = {f: [] for f in fields} | {f: [] for f in model.validity}
+    for row in jsonl_rows(stream, path, fields, "which the pipeline matches on", headers):
         for f, v in row.items():
             cols[f].append(v)
     return cols
-
-
-def _inputs(pipeline: ir.Pipeline) -> list[str]:
-    return sorted({k.field for t in pipeline.tables for k in t.keys if not k.field.startswith("meta.")})
 
 
 def _open(path: str):
@@ -50,13 +48,26 @@ def run(args: argparse.Namespace) -> int:
     pipeline = ir.load(args.out)
     cols = read_packets(args.packets, pipeline)
     model = Model(pipeline)
-    widths = {k.field: k.width for t in pipeline.tables for k in t.keys}
-    arrays = {f: np.array(v, dtype=np.uint64 if widths[f] <= 64 else object) for f, v in cols.items()}
+    arrays = {f: np.array(v, dtype=np.uint64 if model.widths[f] <= 64 else object) for f, v in cols.items()}
     if not arrays:
         n = sum(1 for line in _open(args.packets) if line.strip()) if args.packets != "-" else 0
-        result_sets = [model.run_one({})[0]] * n
+        result = model.run({}, rows=n)
     else:
-        result_sets = model.run(arrays).port_sets()
-    for ports in result_sets:
-        print(json.dumps({"ports": sorted(ports)}))
+        result = model.run(arrays)
+    calls = result_calls(result, len(result.port))
+    for ports, row_calls in zip(result.port_sets(), calls):
+        line = {"ports": sorted(ports)}
+        if row_calls:
+            line["calls"] = row_calls
+        print(json.dumps(line))
     return 0
+
+
+def result_calls(result, n: int) -> list[list[dict]]:
+    """Per row, the user actions the packet triggers: ``[{"action": name, "args": [...]}, ...]``."""
+    out: list[list[dict]] = [[] for _ in range(n)]
+    for name, batches in sorted(result.calls.items()):
+        for rows, args in batches:
+            for r, a in zip(rows.tolist(), np.asarray(args).tolist()):
+                out[r].append({"action": name, "args": [int(x) for x in a]})
+    return out

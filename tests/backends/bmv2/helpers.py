@@ -174,3 +174,47 @@ def header_types(text: str) -> dict[str, dict[str, int]]:
     for m in re.finditer(r"\nheader (\w+) \{(.*?)\n\}", text, re.S):
         out[m.group(1)] = {f.group(2): int(f.group(1)) for f in re.finditer(r"bit<(\d+)> (\w+);", m.group(2))}
     return out
+
+# Protocols that never share a packet, on one switch: DNS-like and order-entry messages over UDP,
+# and rules on plain IPv4. Each rule applies exactly when the headers it reads are valid.
+COEXIST_SPEC = """
+header ethernet_t { bit<48> dst_addr; bit<48> src_addr; bit<16> ether_type; }
+header ipv4_t {
+    bit<4> version; bit<4> ihl; bit<8> diffserv; bit<16> total_len; bit<16> identification;
+    bit<3> flags; bit<13> frag_offset; bit<8> ttl; bit<8> protocol; bit<16> hdr_checksum;
+    bit<32> src_addr; bit<32> dst_addr;
+}
+header udp_t { bit<16> src_port; bit<16> dst_port; bit<16> length; bit<16> checksum; }
+header dns_t { bit<16> id; bit<32> label; }
+header order_t { bit<8> msg_type; bit<32> shares; bit<8> side; }
+@query_field_lpm(ipv4.dst_addr)
+@query_field(udp.dst_port)
+@query_field_exact(dns.label)
+@query_field(order.shares)
+@query_field(order.side)
+struct headers { ethernet_t ethernet; ipv4_t ipv4; udp_t udp; dns_t dns; order_t order; }
+struct metadata { }
+parser P(packet_in packet, out headers hdr, inout metadata meta, inout standard_metadata_t standard_metadata) {
+    state start {
+        packet.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) { 0x0800: parse_ipv4; default: accept; }
+    }
+    state parse_ipv4 {
+        packet.extract(hdr.ipv4);
+        transition select(hdr.ipv4.protocol) { 17: parse_udp; default: accept; }
+    }
+    state parse_udp {
+        packet.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) { 53: parse_dns; 1234: parse_order; default: accept; }
+    }
+    state parse_dns { packet.extract(hdr.dns); transition accept; }
+    state parse_order { packet.extract(hdr.order); transition accept; }
+}
+"""
+
+COEXIST_RULES = """
+ipv4.dst_addr == 10.0.0.2 : fwd(1);
+dns.label == 97 : fwd(2);
+order.shares > 100 and order.side == 66 : fwd(3);
+udp.dst_port == 53 and ipv4.dst_addr == 10.0.0.1 : fwd(1, 3);
+"""

@@ -281,14 +281,20 @@ def _tna_include() -> str | None:
 
 @pytest.mark.p4c
 @pytest.mark.parametrize("which", ["scalar", "scalar-recirculating", "scalar-bitmap", "itch-union", "itch-union-folded",
-                                   "itch-first", "int"])
+                                   "itch-first", "int", "coexist-groups", "coexist-bitmap"])
 def test_p4test_type_checks_the_tna_program(which, tmp_path):
     """p4c's front and mid end against tna.p4 itself (signatures, intrinsic metadata, externs)."""
     include = _tna_include()
     if shutil.which("p4test") is None or include is None:
         pytest.skip("needs p4test on PATH and tna.p4 (set P4SUB_TNA_INCLUDE to p4c's "
                     "backends/tofino/bf-p4c/p4include or to $SDE_INSTALL/share/p4c/p4include)")
-    if which == "scalar-bitmap":
+    if which.startswith("coexist"):  # header validity as keys (hdr.h.isValid()), no guard
+        from tests.backends.bmv2 import helpers as bmv2_helpers
+
+        spec = bmv2_helpers.spec_from_text(bmv2_helpers.COEXIST_SPEC, str(tmp_path))
+        r = tofino.build(compile_text(spec, bmv2_helpers.COEXIST_RULES, delivery=which.split("-")[1]))
+        assert ".isValid()" in r.program.text
+    elif which == "scalar-bitmap":
         r = tofino.build(compile_text(scalar_spec(), SCALAR_RULES, delivery="bitmap", lanes=2))
         assert "p4sub_port_bit" in r.program.text
     elif which.startswith("scalar"):
