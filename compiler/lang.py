@@ -165,6 +165,9 @@ class _ToAst(Transformer):
         return ast.Rule(filt, actions, self._loc(meta))
 
     def actions(self, meta, items):
+        old = [i for i in items if isinstance(i, _OldPort)]
+        if old:
+            raise self._old_actions(items, old[0].location)
         ports: list[int] = []
         fwd_loc = None
         others: list[ast.Action] = []
@@ -177,12 +180,29 @@ class _ToAst(Transformer):
         out: list[ast.Action] = [ast.Forward(tuple(sorted(set(ports))), fwd_loc)] if ports else []
         return tuple(out + others)
 
+    @staticmethod
+    def _old_actions(items: list, location: SourceLocation | None) -> ParseError:
+        """p4pubsub's first compiler wrote ``filter: 1, 2;``; the error shows the same actions as p4sub writes them."""
+        ports: list[int] = []
+        others: list[str] = []
+        for item in items:
+            found = [item.port] if isinstance(item, _OldPort) else list(item.ports) if isinstance(item, ast.Forward) else []
+            ports.extend(p for p in found if p not in ports)
+            if not isinstance(item, (_OldPort, ast.Forward)):
+                others.append(str(item))
+        fixed = ", ".join([f"fwd({', '.join(map(str, ports))})"] + others)
+        return ParseError("a bare number is not an action (the ': N;' form of p4pubsub's first compiler); "
+                          f"write ': {fixed};'", location)
+
     def fwd(self, meta, items):
         return ast.Forward(tuple(items), self._loc(meta))
 
     def port(self, meta, items):
         tok = items[0]
         return int(str(tok), 16) if tok.type == "HEX" else int(str(tok))
+
+    def old_port(self, meta, items):
+        return _OldPort(int(str(items[0])), self._loc(meta))
 
     def drop(self, meta, items):
         return ast.Drop(self._loc(meta))
@@ -280,7 +300,7 @@ class _ToAst(Transformer):
         return ast.Number(int(str(items[0])), False, self._loc(meta))
 
     def ipv4(self, meta, items):
-        text = str(items[0])
+        text = _address_text(items)
         try:
             net = ipaddress.IPv4Network(text, strict=False)
         except ValueError as exc:
@@ -290,7 +310,7 @@ class _ToAst(Transformer):
         return ast.IPAddress(4, int(net.network_address), net.prefixlen, self._loc(meta))
 
     def colon_address(self, meta, items):
-        text = str(items[0])
+        text = _address_text(items)
         parts = text.split(":")
         if "/" not in text and len(parts) == 6 and all(len(p) == 2 for p in parts):
             return ast.MACAddress(int("".join(parts), 16), self._loc(meta))
@@ -301,3 +321,16 @@ class _ToAst(Transformer):
         if "/" in text and int(ipaddress.IPv6Address(text.split("/")[0])) != int(net.network_address):
             raise self._err(f"IPv6 prefix {text!r} has host bits set; did you mean {net}?", meta)
         return ast.IPAddress(6, int(net.network_address), net.prefixlen, self._loc(meta))
+
+
+def _address_text(items: list[Token]) -> str:
+    """``addr`` or ``addr/len``: the grammar lets spaces stand around the slash (``10.0.0.0 / 8``)."""
+    return "/".join(str(tok) for tok in items)
+
+
+class _OldPort:
+    """A bare port number in the actions (``: 1;``), kept until ``actions`` can show the whole fwd form."""
+
+    def __init__(self, port: int, location: SourceLocation | None) -> None:
+        self.port = port
+        self.location = location
