@@ -16,7 +16,7 @@ from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from compiler import rules as ast
-from compiler.errors import ParseError, P4subError, SourceLocation
+from compiler.errors import ParseError, P4subError, SourceLocation, raise_all
 from grammar import grammar_text
 
 
@@ -81,12 +81,15 @@ def parse_rules(text: str, path: str = "<rules>") -> ast.RuleSet:
         tree = _parser().parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(exc, text, path) from None
+    to_ast = _ToAst(path)
     try:
-        return _ToAst(path).transform(tree)
+        rules = to_ast.transform(tree)
     except VisitError as exc:
         if isinstance(exc.orig_exc, P4subError):
             raise exc.orig_exc from None
         raise
+    raise_all(to_ast.errors)
+    return rules
 
 
 def read_rules(path: str | Path) -> ast.RuleSet:
@@ -149,6 +152,8 @@ class _ToAst(Transformer):
     def __init__(self, path: str) -> None:
         super().__init__()
         self.path = path
+        # Errors that do not stop the walk: a file in the ': N;' form has one per rule, all shown at once.
+        self.errors: list[P4subError] = []
 
     def _loc(self, meta) -> SourceLocation | None:
         return SourceLocation(self.path, meta.line, meta.column) if not meta.empty else None
@@ -167,7 +172,8 @@ class _ToAst(Transformer):
     def actions(self, meta, items):
         old = [i for i in items if isinstance(i, _OldPort)]
         if old:
-            raise self._old_actions(items, old[0].location)
+            self.errors.append(self._old_actions(items, old[0].location))
+            items = [i for i in items if not isinstance(i, _OldPort)]
         ports: list[int] = []
         fwd_loc = None
         others: list[ast.Action] = []

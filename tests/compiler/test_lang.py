@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler import rules as ast
-from compiler.errors import P4subError, ParseError
+from compiler.errors import ErrorList, P4subError, ParseError
 from compiler.lang import parse_rules, read_rules
 from tests.compiler.strategies import rule_sets
 
@@ -183,6 +183,13 @@ def test_bare_port_numbers_of_the_first_compiler_are_refused_with_the_fwd_form(t
     err = info.value
     assert (err.location.line, err.location.column) == (line, column)
     assert "the ': N;' form of p4pubsub's first compiler" in err.message and fix in err.message
+
+
+def test_every_bare_port_rule_of_a_file_is_reported_at_once() -> None:
+    with pytest.raises(ErrorList) as info:
+        parse_rules("h.a = 1: 1;\nh.a = 2: fwd(2);\nh.a = 3: 3, 4;\n", "old.txt")
+    assert [(str(e.location), e.message.split("write ")[1]) for e in info.value.errors] == [
+        ("old.txt:1:10", "': fwd(1);'"), ("old.txt:3:10", "': fwd(3, 4);'")]
 
 
 @pytest.mark.parametrize("text,line,column,message", SYNTAX_ERRORS)
