@@ -8,6 +8,7 @@ line and column and a label a user can act on ("missing ':' before the actions")
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
@@ -130,7 +131,7 @@ _TOKEN_NAMES = {
     "PREFIX": "'prefix'", "AND": "'and'", "OR": "'or'", "NOT": "'not'", "DOTTED": "a field (header.field)",
     "NAME": "a name", "INT": "a number", "HEX": "a number", "DECIMAL": "a number", "STRING": "a string",
     "IPV4": "an IPv4 address", "ADDRESS": "an IPv6 or MAC address", "FWD": "'fwd'", "DROP": "'drop'",
-    "TRUE": "'true'", "FALSE": "'false'", "$END": "end of file",
+    "TRUE": "'true'", "FALSE": "'false'", "SLASH": "'/' (a prefix length)", "$END": "end of file",
 }
 
 
@@ -334,9 +335,9 @@ def _address_text(items: list[Token]) -> str:
     return "/".join(str(tok) for tok in items)
 
 
+@dataclass(frozen=True)
 class _OldPort:
     """A bare port number in the actions (``: 1;``), kept until ``actions`` can show the whole fwd form."""
 
-    def __init__(self, port: int, location: SourceLocation | None) -> None:
-        self.port = port
-        self.location = location
+    port: int
+    location: SourceLocation | None

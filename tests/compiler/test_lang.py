@@ -165,6 +165,7 @@ SYNTAX_ERRORS = [
     ("h.a == ff02::1 / 16: drop", 1, 8, "host bits set; did you mean ff02::/16?"),
     ("h.a == 10.0.0.0 / 33: drop", 1, 8, "bad IPv4 address '10.0.0.0/33'"),
     ("h.a == 5 / 3: drop", 1, 10, "unexpected '/'"),
+    ("h.a == 10.0.0.1 x: drop", 1, 17, "expected '/' (a prefix length), ':'"),
 ]
 
 
