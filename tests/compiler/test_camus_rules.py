@@ -70,7 +70,8 @@ def test_camus_style_rules_compile_and_run_as_the_oracle_says(delivery: str) -> 
 
 def test_the_string_marker_is_only_a_hint() -> None:
     marked = make_spec({**FIELDS, "dns_q.label": (32, {"match_kind": "exact", "is_string": True}),
-                        "order.symbol": (64, {"match_kind": None, "is_string": True})}, actions={"answer": (32,), "rewrite_mac": (48,)})
+                        "order.symbol": (64, {"match_kind": None, "is_string": True})},
+                       actions={"answer": (32,), "rewrite_mac": (48,)})
     plain = compile_rules(SPEC, parse_rules(RULES), CompileOptions(delivery="groups"))
     hinted = compile_rules(marked, parse_rules(RULES), CompileOptions(delivery="groups"))
     assert plain.pipeline.entries == hinted.pipeline.entries
