@@ -117,22 +117,29 @@ def bench_model(compiled, n: int = 1_000_000) -> None:
 
 
 def bench_parse(n: int) -> None:
+    """Parse time of n printed rules, plain and after a generator's '#' header line (both take the fast path)."""
     text = str(itch_rules(n))
-    t = time.perf_counter()
-    parse_rules(text)
-    print(json.dumps({"parse_rules": n, "seconds": round(time.perf_counter() - t, 2)}), flush=True)
+    for comment, body in ((False, text), (True, "# itch_rules, seed 1\n" + text)):
+        t = time.perf_counter()
+        parse_rules(body)
+        print(json.dumps({"parse_rules": n, "comment_line": comment, "seconds": round(time.perf_counter() - t, 2)}),
+              flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", help="write the rows as JSON here")
-    ap.add_argument("--only", choices=("model",), help="model: only the largest ITCH compile and the model batch")
+    ap.add_argument("--only", choices=("model", "parse"),
+                    help="model: only the largest ITCH compile and the model batch; parse: only bench_parse")
     ap.add_argument("--delivery", choices=("auto", "groups", "bitmap"), default="auto", help="compile layout (auto)")
     args = ap.parse_args()
     global OPTIONS
     OPTIONS = CompileOptions(delivery=args.delivery)
     sizes = [1000, 10000] if args.quick else [1000, 10000, 100000]
+    if args.only == "parse":
+        bench_parse(sizes[-1])
+        return
     if args.only == "model":
         sizes = sizes[-1:]
     results: list = []

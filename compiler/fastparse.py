@@ -2,10 +2,12 @@
 
 lark's LALR parser spends about half a millisecond per rule, so a 100,000-rule file took over a
 minute before compiling started. Rules of the shape ``h.f OP const (and h.f OP const)* : fwd(...)``
-are matched here with regular expressions instead. Anything else - comments, parentheses, ``or``,
-``not``, bare names, addresses with colons, any error - returns None and the caller uses the
-grammar, so there is one language and one set of error messages. A property test holds the two
-parsers to the same ASTs and source locations.
+are matched here with regular expressions instead. Comments (``#`` or ``//`` to the end of the
+line, outside strings) are blanked out first, space for character, so that a generator's header
+line does not send a whole file to the grammar and every location stays where it was. Anything
+else - parentheses, ``or``, ``not``, bare names, addresses with colons, any error - returns None
+and the caller uses the grammar, so there is one language and one set of error messages. A
+property test holds the two parsers to the same ASTs and source locations.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from compiler import rules as ast
 from compiler.errors import SourceLocation
 
 _FIELD = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
-_CONST = r'"[^"\\\n;]*"|0[xX][0-9a-fA-F]+|\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?:/\d{1,2})?|\d+\.\d+|\d+'
+_CONST = r'"[^"\\\n;]*"|0[xX][0-9a-fA-F]+|\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?:[ \t\r\n]*/[ \t\r\n]*\d+)?|\d+\.\d+|\d+'
 _OP = r"==|!=|<=|>=|<|>|="
 _COND = rf"(?P<field>{_FIELD})[ \t\r\n]*(?P<op>{_OP})[ \t\r\n]*(?P<const>{_CONST})"
 _AND = r"(?:[ \t\r\n]+and[ \t\r\n]+|[ \t\r\n]*&&[ \t\r\n]*)"
@@ -32,11 +34,16 @@ _COND_RE = re.compile(_COND)
 _ACTION_RE = re.compile(rf"(?P<fwd>fwd)[ \t\r\n]*\((?P<ports>[^)]*)\)|(?P<drop>drop)")
 _PORT_RE = re.compile(_PORT)
 _KEYWORDS = {"and", "or", "not", "prefix", "true", "false"}
+# What the grammar's lexer sees first at a '"', '#' or '/': a whole string (kept) or a comment (blanked).
+_STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\\n])*"|#[^\n]*|//[^\n]*')
+_WS = re.compile(r"[ \t\r\n]*")
 
 
 def parse_flat(text: str, path: str) -> ast.RuleSet | None:
     """The RuleSet of ``text`` when every rule is a plain conjunction, else None."""
-    if "#" in text or "//" in text or not text.strip():
+    if "#" in text or "//" in text:
+        text = _STRING_OR_COMMENT.sub(_blank_comment, text)
+    if not text.strip():
         return None
     newlines = [i for i, c in enumerate(text) if c == "\n"] if "\n" in text else []
 
@@ -60,6 +67,11 @@ def parse_flat(text: str, path: str) -> ast.RuleSet | None:
         rules.append(rule)
         offset += len(chunk) + 1
     return ast.RuleSet(tuple(rules), path)
+
+
+def _blank_comment(m: re.Match) -> str:
+    found = m.group()
+    return found if found[0] == '"' else " " * len(found)
 
 
 def _rule(chunk: str, m: re.Match, offset: int, loc) -> ast.Rule | None:
@@ -93,7 +105,7 @@ def _constant(text: str, where: SourceLocation) -> ast.Constant | None:
         return ast.Number(int(text, 16), True, where)
     if text.count(".") == 3:
         try:
-            net = ipaddress.IPv4Network(text, strict=True)
+            net = ipaddress.IPv4Network(_WS.sub("", text), strict=True)
         except ValueError:
             return None  # let the grammar report it
         return ast.IPAddress(4, int(net.network_address), net.prefixlen, where)

@@ -8,6 +8,7 @@ line and column and a label a user can act on ("missing ':' before the actions")
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
@@ -16,7 +17,7 @@ from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from compiler import rules as ast
-from compiler.errors import ParseError, P4subError, SourceLocation
+from compiler.errors import ParseError, P4subError, SourceLocation, raise_all
 from grammar import grammar_text
 
 
@@ -81,12 +82,15 @@ def parse_rules(text: str, path: str = "<rules>") -> ast.RuleSet:
         tree = _parser().parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(exc, text, path) from None
+    to_ast = _ToAst(path)
     try:
-        return _ToAst(path).transform(tree)
+        rules = to_ast.transform(tree)
     except VisitError as exc:
         if isinstance(exc.orig_exc, P4subError):
             raise exc.orig_exc from None
         raise
+    raise_all(to_ast.errors)
+    return rules
 
 
 def read_rules(path: str | Path) -> ast.RuleSet:
@@ -127,7 +131,7 @@ _TOKEN_NAMES = {
     "PREFIX": "'prefix'", "AND": "'and'", "OR": "'or'", "NOT": "'not'", "DOTTED": "a field (header.field)",
     "NAME": "a name", "INT": "a number", "HEX": "a number", "DECIMAL": "a number", "STRING": "a string",
     "IPV4": "an IPv4 address", "ADDRESS": "an IPv6 or MAC address", "FWD": "'fwd'", "DROP": "'drop'",
-    "TRUE": "'true'", "FALSE": "'false'", "$END": "end of file",
+    "TRUE": "'true'", "FALSE": "'false'", "SLASH": "'/' (a prefix length)", "$END": "end of file",
 }
 
 
@@ -149,6 +153,8 @@ class _ToAst(Transformer):
     def __init__(self, path: str) -> None:
         super().__init__()
         self.path = path
+        # Errors that do not stop the walk: a file in the ': N;' form has one per rule, all shown at once.
+        self.errors: list[P4subError] = []
 
     def _loc(self, meta) -> SourceLocation | None:
         return SourceLocation(self.path, meta.line, meta.column) if not meta.empty else None
@@ -165,6 +171,10 @@ class _ToAst(Transformer):
         return ast.Rule(filt, actions, self._loc(meta))
 
     def actions(self, meta, items):
+        old = [i for i in items if isinstance(i, _OldPort)]
+        if old:
+            self.errors.append(self._old_actions(items, old[0].location))
+            items = [i for i in items if not isinstance(i, _OldPort)]
         ports: list[int] = []
         fwd_loc = None
         others: list[ast.Action] = []
@@ -177,12 +187,29 @@ class _ToAst(Transformer):
         out: list[ast.Action] = [ast.Forward(tuple(sorted(set(ports))), fwd_loc)] if ports else []
         return tuple(out + others)
 
+    @staticmethod
+    def _old_actions(items: list, location: SourceLocation | None) -> ParseError:
+        """p4pubsub's first compiler wrote ``filter: 1, 2;``; the error shows the same actions as p4sub writes them."""
+        ports: list[int] = []
+        others: list[str] = []
+        for item in items:
+            found = [item.port] if isinstance(item, _OldPort) else list(item.ports) if isinstance(item, ast.Forward) else []
+            ports.extend(p for p in found if p not in ports)
+            if not isinstance(item, (_OldPort, ast.Forward)):
+                others.append(str(item))
+        fixed = ", ".join([f"fwd({', '.join(map(str, ports))})"] + others)
+        return ParseError("a bare number is not an action (the ': N;' form of p4pubsub's first compiler); "
+                          f"write ': {fixed};'", location)
+
     def fwd(self, meta, items):
         return ast.Forward(tuple(items), self._loc(meta))
 
     def port(self, meta, items):
         tok = items[0]
         return int(str(tok), 16) if tok.type == "HEX" else int(str(tok))
+
+    def old_port(self, meta, items):
+        return _OldPort(int(str(items[0])), self._loc(meta))
 
     def drop(self, meta, items):
         return ast.Drop(self._loc(meta))
@@ -280,7 +307,7 @@ class _ToAst(Transformer):
         return ast.Number(int(str(items[0])), False, self._loc(meta))
 
     def ipv4(self, meta, items):
-        text = str(items[0])
+        text = _address_text(items)
         try:
             net = ipaddress.IPv4Network(text, strict=False)
         except ValueError as exc:
@@ -290,7 +317,7 @@ class _ToAst(Transformer):
         return ast.IPAddress(4, int(net.network_address), net.prefixlen, self._loc(meta))
 
     def colon_address(self, meta, items):
-        text = str(items[0])
+        text = _address_text(items)
         parts = text.split(":")
         if "/" not in text and len(parts) == 6 and all(len(p) == 2 for p in parts):
             return ast.MACAddress(int("".join(parts), 16), self._loc(meta))
@@ -301,3 +328,16 @@ class _ToAst(Transformer):
         if "/" in text and int(ipaddress.IPv6Address(text.split("/")[0])) != int(net.network_address):
             raise self._err(f"IPv6 prefix {text!r} has host bits set; did you mean {net}?", meta)
         return ast.IPAddress(6, int(net.network_address), net.prefixlen, self._loc(meta))
+
+
+def _address_text(items: list[Token]) -> str:
+    """``addr`` or ``addr/len``: the grammar lets spaces stand around the slash (``10.0.0.0 / 8``)."""
+    return "/".join(str(tok) for tok in items)
+
+
+@dataclass(frozen=True)
+class _OldPort:
+    """A bare port number in the actions (``: 1;``), kept until ``actions`` can show the whole fwd form."""
+
+    port: int
+    location: SourceLocation | None

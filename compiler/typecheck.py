@@ -98,10 +98,9 @@ class _Checker:
                 self.error(f"action {action.name!r} takes {len(decl.arg_widths)} arguments, got {len(action.args)}", loc)
                 return
             for arg, width in zip(action.args, decl.arg_widths):
-                if not isinstance(arg, ast.Number) or isinstance(arg.value, Decimal):
-                    self.error(f"arguments of {action.name!r} must be integers, got {arg}", loc)
-                elif arg.value >= 1 << width:
-                    self.error(f"argument {arg} of {action.name!r} does not fit in {width} bits", loc)
+                problem = _argument_problem(arg, width)
+                if problem:
+                    self.error(f"argument {arg} of {action.name!r} {problem}", getattr(arg, "location", None) or loc)
 
     # -- attributes -------------------------------------------------------------------------
     def attribute(self, attr: ast.Attribute) -> QueryField | None:
@@ -159,9 +158,13 @@ class _Checker:
             if isinstance(value, ast.String):
                 if op in ORDERING:
                     raise ValueError(f"strings are compared with == , != and prefix, not '{op}'")
-                if not info.is_string and info.match_kind is not None and info.name in self.spec.query_fields:
-                    raise ValueError(f"{name!r} is numeric; compare it with a number (mark string fields "
-                                     "with `string` in their @query_field annotation)")
+                # Any field of whole bytes takes a string, as in Camus; the spec's `string` marker is only a hint
+                # (for printing values). A fixed-point field is declared to hold numbers.
+                if info.scale:
+                    raise ValueError(f"{name!r} holds fixed-point numbers (scale={info.scale}); "
+                                     f"compare it with a number, not the string {value}")
+                if width % 8:
+                    raise ValueError(f"a string needs a field of whole bytes; {name!r} has {width} bits")
                 (string_prefix_range if op == "prefix" else encode_string)(value.value, width)
                 return
             if op == "prefix":
@@ -199,6 +202,22 @@ def constant_value(value: ast.Constant, info: QueryField) -> int:
     if isinstance(value, (ast.IPAddress, ast.MACAddress)):
         return value.value
     return encode_string(value.value, info.width)
+
+
+def _argument_problem(arg: ast.Constant | ast.Attribute, width: int) -> str | None:
+    """What is wrong with a user-action argument of ``width`` bits, or None: integers and addresses
+    (IPv4, IPv6, MAC, as Camus's ``answerDNS(10.0.0.97)``) stand for their integer value."""
+    if isinstance(arg, ast.IPAddress):
+        if arg.prefix_len < arg.width:
+            return "is a prefix; an action argument takes one address"
+        if arg.width > width:
+            return f"is a {arg.width}-bit IPv{arg.version} address; the argument has {width} bits"
+        return None
+    if isinstance(arg, ast.MACAddress):
+        return f"is a 48-bit MAC address; the argument has {width} bits" if width < 48 else None
+    if not isinstance(arg, ast.Number) or isinstance(arg.value, Decimal):
+        return "is not an integer or an address (IPv4, IPv6, MAC); arguments are constants"
+    return f"does not fit in {width} bits" if arg.value >= 1 << width else None
 
 
 def _did_you_mean(name: str, candidates: list[str]) -> str:

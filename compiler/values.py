@@ -17,8 +17,13 @@ PAD = 0x20  # ASCII space
 
 
 def encode_string(text: str, width: int) -> int:
-    """A string left-aligned in ``width`` bits, padded with spaces; raises ValueError when it does not fit."""
-    raw = text.encode("ascii")
+    """A string left-aligned in ``width`` bits, padded with spaces; raises ValueError when it does not fit.
+
+    This is Camus's encoding (``space_pad_str`` then ``binary_of_str`` in its P4_Runtime.ml): the first
+    character in the most significant byte, ASCII spaces after the last. Camus lets a string longer
+    than the field overflow it and pads a field of 12 bits to one byte; both are errors here.
+    """
+    raw = _ascii(text)
     nbytes = width // 8
     if width % 8:
         raise ValueError(f"a {width}-bit field cannot hold a string (not a whole number of bytes)")
@@ -29,7 +34,7 @@ def encode_string(text: str, width: int) -> int:
 
 def string_prefix_range(text: str, width: int) -> tuple[int, int]:
     """The values whose first bytes are ``text``: an aligned block, so also a ternary prefix."""
-    raw = text.encode("ascii")
+    raw = _ascii(text)
     nbytes = width // 8
     if width % 8:
         raise ValueError(f"a {width}-bit field cannot hold a string (not a whole number of bytes)")
@@ -38,6 +43,13 @@ def string_prefix_range(text: str, width: int) -> tuple[int, int]:
     free = (nbytes - len(raw)) * 8
     lo = int.from_bytes(raw, "big") << free if raw else 0
     return lo, lo | ((1 << free) - 1)
+
+
+def _ascii(text: str) -> bytes:
+    try:
+        return text.encode("ascii")
+    except UnicodeEncodeError:
+        raise ValueError(f"string {text!r} is not ASCII (a switch field holds one byte per character)") from None
 
 
 def decode_string(value: int, width: int) -> str:
