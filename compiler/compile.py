@@ -10,6 +10,7 @@ from typing import Sequence
 
 from compiler import bdd, ir
 from compiler.budget import Selectivity, Widening, widenings
+from compiler.default_path import Default, add_default, default_of
 from compiler.dnf import DEFAULT_LIMIT, ActionSet, rule_actions
 from compiler.errors import CompileError, P4subError
 from compiler.lang import read_rules
@@ -70,6 +71,7 @@ class CompileOptions:
     order_search: float = 0.0  # seconds of field-order search (sifting) over all lanes
     exact: bool = False  # refuse to widen rules when no exact layout fits the budget
     sample: dict | None = None  # packets (field -> values) for the selectivity of constraints (compiler.budget)
+    default: Default = field(default_factory=Default)  # packets no rule looks at (compiler.default_path)
 
 
 @dataclass
@@ -132,7 +134,7 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
             pipeline = build_pipeline(diagram, spec, options.tables)
             candidates.append(Compiled(typed, diagram, pipeline, pipeline_stats(pipeline, 0.0), (diagram,)))
     for c in candidates:
-        c.pipeline = dataclasses.replace(c.pipeline, guard=typed.guard)
+        c.pipeline = add_default(dataclasses.replace(c.pipeline, guard=typed.guard), options.default, typed.queried)
         c.stats["budget_misses"] = options.budget.misses(c.stats)
         c.stats["cost_bits"] = layout_cost(c.stats, c.pipeline)
     # What fits first, then exact before approximate, then the cheaper.
@@ -233,7 +235,7 @@ def like(old: ir.Pipeline, options: CompileOptions) -> CompileOptions:
     state_bits = max((m.width for m in old.metadata if m.name.startswith(ir.STATE)), default=0)
     tables = replace(options.tables, min_state_bits=state_bits, min_sizes={t.name: t.size for t in old.tables},
                      min_ports=old.delivery.ports)
-    return replace(options, tables=tables, delivery=old.delivery.kind, lanes=old.lanes)
+    return replace(options, tables=tables, delivery=old.delivery.kind, lanes=old.lanes, default=default_of(old))
 
 
 def lanes_arg(text: str | None) -> int | None:

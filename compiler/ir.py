@@ -216,6 +216,10 @@ class Pipeline:
     # Headers that must be valid for the tables to run (compiler.validity); None: every header a
     # table key reads (pipelines of format 1 and 2).
     guard: tuple[str, ...] | None = None
+    # Headers some rule reads: a packet that carries none of them is not looked at and goes through
+    # ``default_control`` instead of ``control`` (compiler.default_path; empty: dropped). None: the guard.
+    queried: tuple[str, ...] | None = None
+    default_control: tuple[str, ...] = ()
 
     def guard_headers(self) -> tuple[str, ...]:
         """The headers a packet must carry to be matched at all."""
@@ -223,6 +227,10 @@ class Pipeline:
             return self.guard
         return tuple(sorted({k.field.split(".", 1)[0] for t in self.tables for k in t.keys
                              if not k.field.startswith("meta.") and "." in k.field}))
+
+    def queried_headers(self) -> tuple[str, ...]:
+        """The headers whose presence makes a packet the subscriptions' business (none: every packet is)."""
+        return self.queried if self.queried is not None else self.guard_headers()
 
     def lane_tables(self, lane: int) -> list[Table]:
         return [t for t in self.tables if t.lane == lane]

@@ -33,6 +33,7 @@ class TypedRules:
     guard: tuple[str, ...] = ()
     validity: dict[str, QueryField] = field(default_factory=dict)
     rule_validity: tuple[tuple[str, ...], ...] = ()
+    queried: tuple[str, ...] = ()
 
     @property
     def match_fields(self) -> dict[str, QueryField]:
@@ -56,7 +57,7 @@ def check_rules(rules: ast.RuleSet, spec: Spec, *, port_bits: int = V1MODEL_PORT
     order = {name: i for i, name in enumerate(spec.query_fields)}
     fields = dict(sorted(checker.fields.items(), key=lambda kv: (order.get(kv[0], len(order)), checker.first_use[kv[0]])))
     valid = validity.plan(rules, spec)
-    return TypedRules(rules, fields, spec, valid.guard, valid.fields, valid.per_rule)
+    return TypedRules(rules, fields, spec, valid.guard, valid.fields, valid.per_rule, valid.queried)
 
 
 class _Checker:

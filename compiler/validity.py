@@ -62,6 +62,7 @@ class Plan:
     guard: tuple[str, ...]
     fields: dict[str, QueryField]
     per_rule: tuple[tuple[str, ...], ...]
+    queried: tuple[str, ...]  # every header some rule reads
 
 
 def plan(rules: ast.RuleSet, spec: Spec) -> Plan:
@@ -74,4 +75,5 @@ def plan(rules: ast.RuleSet, spec: Spec) -> Plan:
     extra = sorted({h for hs in read for h in hs} - set(guard), key=order.__getitem__)
     fields = {field_name(h): QueryField(field_name(h), 1, "exact") for h in extra}
     per_rule = tuple(tuple(field_name(h) for h in sorted(hs - set(guard), key=order.__getitem__)) for hs in read)
-    return Plan(guard, fields, per_rule)
+    queried = tuple(sorted({h for hs in read for h in hs}, key=order.__getitem__))
+    return Plan(guard, fields, per_rule, queried)

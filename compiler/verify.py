@@ -38,6 +38,7 @@ from typing import Any, Iterable
 
 from compiler import ir
 from compiler import rules as ast
+from compiler.default_path import default_of
 from compiler.dnf import rule_actions
 from compiler.oracle import headers_read
 from compiler.errors import P4subError
@@ -233,6 +234,20 @@ def _valid_var(header: str) -> str:
     return header + ".$valid"
 
 
+def _rules_look_at(enc: Encoder, typed: TypedRules) -> Any:
+    """The packets that carry a header some rule reads (a stack's rows, its messages, always do)."""
+    spec = typed.spec
+    u = enc.bdd.false
+    for rule in typed.rules:
+        for c in _rule_comparisons(rule.filter):
+            inst = spec.header(c.attribute.name.split(".", 1)[0]) if isinstance(c.attribute, ast.Field) and spec else None
+            if inst is not None and inst.stack_size:
+                return enc.bdd.true
+        for h in headers_read(rule, spec):
+            u |= enc.intervals(_valid_var(h), [(1, 1)])
+    return u if u != enc.bdd.false else enc.bdd.true
+
+
 def rules_outputs(enc: Encoder, typed: TypedRules) -> dict[Output, Any]:
     """Per output, the packets some rule gives it to: those its filter holds for and that carry
     every header it reads."""
@@ -279,18 +294,34 @@ class _Run:
     def _exact_meta(k: ir.Key) -> bool:
         return k.field.startswith("meta.") and k.match_kind == "exact"
 
+    def _valid(self, headers: Iterable[str], combine) -> Any:
+        """Validity of scalar ``headers`` combined (AND or OR); a stack's rows always carry it."""
+        spec = self.p.spec
+        terms = [self.enc.bdd.true if spec.header(h) and spec.header(h).stack_size
+                 else self.enc.intervals(_valid_var(h), [(1, 1)]) for h in headers]
+        return functools.reduce(combine, terms) if terms else None
+
     def outputs(self) -> dict[Output, Any]:
         delivery = self.p.delivery
-        if not delivery.is_bitmap:
-            return self._run(self.p.control, lambda valuation: self._group_ports(valuation))
-        lanes = sorted({self.tables[name].lane for name in self.p.control})
-        self._check_independent(lanes)
+        true = self.enc.bdd.true
+        # Packets that carry a queried header go through the tables if they carry the guard's;
+        # the others go through the default path.
+        looked = (self._valid(self.p.queried_headers(), operator.or_) or true) if self.p.default_control else true
+        start = looked & (self._valid(self.p.guard_headers(), operator.and_) or true)
         out: dict[Output, Any] = {}
-        for lane in lanes:
-            control = [name for name in self.p.control if self.tables[name].lane == lane]
+        if self.p.default_control:
+            out = self._run(self.p.default_control, self._group_ports, ~looked)
+        if not delivery.is_bitmap:
+            runs = [self._run(self.p.control, self._group_ports, start)]
+        else:
+            lanes = sorted({self.tables[name].lane for name in self.p.control})
+            self._check_independent(lanes)
             where = [self.meta.index(f) for f in delivery.fields]
-            got = self._run(control, lambda valuation: sorted(delivery.ports_of(
-                functools.reduce(operator.or_, (valuation[0][i] for i in where), 0))))
+            runs = [self._run([name for name in self.p.control if self.tables[name].lane == lane],
+                              lambda valuation: sorted(delivery.ports_of(
+                                  functools.reduce(operator.or_, (valuation[0][i] for i in where), 0))), start)
+                    for lane in lanes]
+        for got in runs:
             for o, u in got.items():
                 out[o] = out.get(o, self.enc.bdd.false) | u
         return out
@@ -299,15 +330,10 @@ class _Run:
         _, port, group, dropped, _ = valuation
         return self.groups.get(group, ()) if group else ((port,) if port >= 0 and not dropped else ())
 
-    def _run(self, control: Iterable[str], ports_of) -> dict[Output, Any]:
+    def _run(self, control: Iterable[str], ports_of, reach: Any) -> dict[Output, Any]:
         # A valuation: metadata values plus what the packet got so far (port, group, dropped, calls).
-        # The tables run only for packets that carry the guard's headers (the rest are dropped).
         start = (tuple(0 for _ in self.meta), -1, 0, False, frozenset())
-        guard = self.enc.bdd.true
-        for h in self.p.guard_headers():
-            if not self.p.spec.header(h) or not self.p.spec.header(h).stack_size:
-                guard &= self.enc.intervals(_valid_var(h), [(1, 1)])
-        states = {start: guard}
+        states = {start: reach}
         for name in control:
             nxt: dict = {}
             for valuation, u in states.items():
@@ -324,7 +350,8 @@ class _Run:
         """Refuse a bitmap pipeline whose lanes touch each other's metadata or forward otherwise."""
         bitmaps = set(self.p.delivery.fields)
         owner: dict[str, int] = {}
-        for t in self.p.tables:
+        tables = [t for t in self.p.tables if t.name not in self.p.default_control]
+        for t in tables:
             for name in [k.field for k in t.keys if k.field.startswith("meta.")] + self._writes(t):
                 if name in bitmaps:
                     raise P4subError(f"verify: table {t.name} matches or sets the port bitmap {name}")
@@ -334,12 +361,12 @@ class _Run:
         for a in self.p.actions:
             for prim in a.body:
                 if prim.op in ("set_egress_port", "set_mcast_group", "drop"):
-                    used = any(a.name in t.actions for t in self.p.tables)
+                    used = any(a.name in t.actions for t in tables)
                     if used:
                         raise P4subError(f"verify: action {a.name} forwards or drops directly in a bitmap pipeline")
                 if prim.op == "or_meta" and prim.args[0] not in bitmaps:
                     raise P4subError(f"verify: action {a.name} ORs into {prim.args[0]}, not a port bitmap")
-        for t in self.p.tables:  # a lane ORs into its own bitmap only
+        for t in tables:  # a lane ORs into its own bitmap only
             for name in self._writes(t, "or_meta"):
                 if owner.setdefault(name, t.lane) != t.lane:
                     raise P4subError(f"verify: lanes {owner[name]} and {t.lane} both OR into {name}")
@@ -447,7 +474,8 @@ def verify(pipeline: ir.Pipeline, typed: TypedRules) -> Verdict:
     for rule in typed.rules:
         inputs.update({_valid_var(h): 1 for h in headers_read(rule, typed.spec)})
     spec = pipeline.spec
-    inputs.update({_valid_var(h): 1 for h in pipeline.guard_headers() if not (spec.header(h) and spec.header(h).stack_size)})
+    inputs.update({_valid_var(h): 1 for h in pipeline.guard_headers() + pipeline.queried_headers()
+                   if not (spec.header(h) and spec.header(h).stack_size)})
     bounds: dict[str, tuple[int, set[int]]] = {f: (w, {1, 2} if f.endswith(".$valid") else set())
                                                for f, w in inputs.items()}
     for rule in typed.rules:
@@ -463,6 +491,10 @@ def verify(pipeline: ir.Pipeline, typed: TypedRules) -> Verdict:
     order = [f for f in pipeline.field_order if f in bounds] + sorted(f for f in bounds if f not in pipeline.field_order)
     enc = Encoder({f: bounds[f] for f in order})
     want = rules_outputs(enc, typed)
+    default = default_of(pipeline)
+    if default.kind == "fwd":  # asked for: packets that carry no header any rule reads leave on that port
+        u = ~_rules_look_at(enc, typed)
+        want[("port", default.port)] = want.get(("port", default.port), enc.bdd.false) | u
     got = _Run(enc, pipeline).outputs()
     differences = []
     for o in sorted(set(want) | set(got), key=repr):

@@ -416,13 +416,18 @@ class Model:
                             for name, es in by_table.items()}
         self.group_ports = {g.id: frozenset(g.ports) for g in pipeline.multicast_groups}
         self.meta_width = {m.name: m.width for m in pipeline.metadata}
-        keys = {k.field for t in pipeline.tables for k in t.keys if not k.field.startswith("meta.")}
+        # The default path's tables (compiler.default_path) are filled by the user at run time: with
+        # no entries they take their default action, so their keys need no input.
+        keys = {k.field for t in pipeline.tables for k in t.keys if not k.field.startswith("meta.")
+                and (t.name not in pipeline.default_control or by_table[t.name])}
         self.guard = tuple(validity.field_name(h) for h in pipeline.guard_headers())
+        self.queried = tuple(validity.field_name(h) for h in pipeline.queried_headers())
         #: The packet fields the tables read (what a reader must supply) and the validity bits the
         #: program tests (in its guard or as keys), which :meth:`with_validity` can derive.
         self.inputs = sorted(f for f in keys if not validity.is_validity(f))
-        self.validity = sorted({f for f in keys if validity.is_validity(f)} | set(self.guard))
-        self.widths = {k.field: k.width for t in pipeline.tables for k in t.keys} | {g: 1 for g in self.guard}
+        self.validity = sorted({f for f in keys if validity.is_validity(f)} | set(self.guard)
+                               | (set(self.queried) if pipeline.default_control else set()))
+        self.widths = {k.field: k.width for t in pipeline.tables for k in t.keys} | {g: 1 for g in self.validity}
 
     def with_validity(self, columns: Mapping[str, Sequence[int] | np.ndarray], n: int | None = None) -> dict:
         """``columns`` completed with the validity bits the program tests.
@@ -463,28 +468,38 @@ class Model:
         res = Result(np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), meta, {},
                      self.group_ports)
         rows = np.arange(n)
+        if self.pipeline.default_control:
+            looked_at = np.zeros(n, dtype=bool)
+            for q in self.queried:
+                looked_at |= cols[q].astype(bool)
+            if not self.queried:
+                looked_at[:] = True
+            for name in self.pipeline.default_control:
+                self._apply(name, rows[~looked_at], cols, res)
+            rows = rows[looked_at]
         if self.guard:
-            passed = np.ones(n, dtype=bool)
+            passed = np.ones(len(rows), dtype=bool)
             for g in self.guard:
-                passed &= cols[g].astype(bool)
-            res.dropped[~passed] = True
+                passed &= cols[g][rows].astype(bool)
+            res.dropped[rows[~passed]] = True
             rows = rows[passed]
         for name in self.pipeline.control:
             self._apply(name, rows, cols, res)
         if self.pipeline.delivery.is_bitmap:
-            self._deliver_bitmap(res)
+            self._deliver_bitmap(res, rows)
         return res
 
-    def _deliver_bitmap(self, res: Result) -> None:
-        """Port-bitmap delivery: a packet with bits set goes to the delivery group, and each copy whose
-        port's bit is clear is dropped at the egress. The copies that survive are reported as a group
-        per distinct bitmap (ids past every real group's), so readers of ``Result`` need not know."""
+    def _deliver_bitmap(self, res: Result, rows: np.ndarray) -> None:
+        """Port-bitmap delivery of the rows the tables ran for: a packet with bits set goes to the
+        delivery group, and each copy whose port's bit is clear is dropped at the egress. The copies
+        that survive are reported as a group per distinct bitmap (ids past every real group's), so
+        readers of ``Result`` need not know."""
         delivery = self.pipeline.delivery
         bitmap = res.metadata[delivery.fields[0]].copy()
         for f in delivery.fields[1:]:
             bitmap |= res.metadata[f]
         res.metadata[delivery.fields[0]] = bitmap
-        values, inverse = np.unique(bitmap, return_inverse=True)
+        values, inverse = np.unique(bitmap[rows], return_inverse=True)
         base = max(self.group_ports, default=0) + 1
         group_ports = dict(self.group_ports)
         ids = np.zeros(len(values), dtype=np.int64)
@@ -492,16 +507,20 @@ class Model:
             if int(v):
                 ids[k] = base + k
                 group_ports[base + k] = delivery.ports_of(int(v))
-        res.group = ids[inverse.reshape(-1)] if len(bitmap) else np.zeros(0, dtype=np.int64)
-        res.port[:] = -1
-        res.dropped[:] = res.group == 0
+        group = ids[inverse.reshape(-1)] if len(rows) else np.zeros(0, dtype=np.int64)
+        res.group[rows] = group
+        res.port[rows] = -1
+        res.dropped[rows] = group == 0
         res.group_ports = group_ports
 
     def _apply(self, name: str, rows: np.ndarray, cols: dict[str, np.ndarray], res: Result) -> None:
         table = self.tables[name]
         ct = self.compiled[name]
-        key_cols = [(res.metadata[k.field] if k.field.startswith("meta.") else cols[k.field])[rows] for k in table.keys]
-        hit_entry = _lookup_batch(ct, key_cols) if len(rows) else np.zeros(0, dtype=np.int64)
+        if self.entries[name] and len(rows):
+            key_cols = [(res.metadata[k.field] if k.field.startswith("meta.") else cols[k.field])[rows] for k in table.keys]
+            hit_entry = _lookup_batch(ct, key_cols)
+        else:
+            hit_entry = np.full(len(rows), -1, dtype=np.int64)
         hit = hit_entry >= 0
         if hit.any():
             hit_rows, hit_idx = rows[hit], hit_entry[hit]
@@ -545,19 +564,24 @@ class Model:
     def run_one(self, values: Mapping[str, int]) -> tuple[frozenset[int], list[tuple[str, ir.Entry | None]]]:
         """One message through :func:`lookup` (no vectorisation); returns its ports and the trace.
 
-        Validity as in :meth:`with_validity`; a packet without a guard header goes through no table."""
+        Validity as in :meth:`with_validity`; a packet that carries none of the queried headers goes
+        through the default path, one without a guard header through no table."""
         values = {f: int(c[0]) for f, c in self.with_validity({f: [v] for f, v in values.items()}, 1).items()}
         meta = {m: 0 for m in self.meta_width}
         port, group, dropped = -1, 0, False
         trace: list[tuple[str, ir.Entry | None]] = []
-        if not all(values.get(g, 0) for g in self.guard):
+        control = self.pipeline.control
+        if self.pipeline.default_control and self.queried and not any(values.get(q, 0) for q in self.queried):
+            control = self.pipeline.default_control
+        elif not all(values.get(g, 0) for g in self.guard):
             return frozenset(), trace
 
         def apply(name: str) -> None:
             nonlocal port, group, dropped
             table = self.tables[name]
-            key = [meta[k.field] if k.field.startswith("meta.") else values[k.field] for k in table.keys]
-            entry = lookup(table, self.entries[name], key)
+            entries = self.entries[name]
+            key = [meta[k.field] if k.field.startswith("meta.") else values[k.field] for k in table.keys] if entries else []
+            entry = lookup(table, entries, key) if entries else None
             trace.append((name, entry))
             if entry is None and table.on_miss:
                 apply(table.on_miss)
@@ -577,10 +601,10 @@ class Model:
                 elif prim.op == "drop":
                     dropped = True
 
-        for name in self.pipeline.control:
+        for name in control:
             apply(name)
         delivery = self.pipeline.delivery
-        if delivery.is_bitmap:
+        if delivery.is_bitmap and control is self.pipeline.control:
             bitmap = 0
             for f in delivery.fields:
                 bitmap |= meta[f]

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 
 from compiler import ir
+from compiler.default_path import default_of
 from compiler.errors import ResourceError, TargetError
 
 from backends.bmv2.target import (
@@ -56,6 +57,7 @@ from backends.common.names import (
     check_key_fields,
     field_expression,
     guard_condition,
+    looked_at_condition,
     identifier,
     is_meta,
     split_field,
@@ -195,6 +197,9 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
     mode = choose_mode(layout, options.batch)
     batched = mode in ("union", "prune")
     bitmap = pipeline.delivery.is_bitmap
+    if pipeline.default_control and (batched or options.network_up_ports is not None):
+        raise TargetError(f"bmv2: --default {default_of(pipeline)} is rendered for one message per packet on a lone "
+                          "switch; use --default drop " + ("in a network" if not batched else f"with --batch {mode}"))
     if bitmap and (batched or options.network_up_ports is not None):
         raise TargetError("bmv2: port-bitmap delivery is rendered for one message per packet on a lone switch; "
                           "compile with --delivery groups for " + ("a network switch" if not batched
@@ -298,6 +303,8 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         batched=batched, first_only=mode == "first", prune=mode == "prune",
         depth=layout.depth, stack=layout.stack, copies=copies, parallel=layout.parallel,
         apply_lines=apply_statements(pipeline),
+        default_lines=apply_statements(pipeline, order=pipeline.default_control),
+        looked_at_condition=looked_at_condition(pipeline),
         ports_width=PORTS_WIDTH, ports_table=PORTS_TABLE,
         drop_port=literal(V1MODEL.drop_port, V1MODEL.port_width), field_list=literal(RESUBMIT_FIELD_LIST, 8),
         union_group=literal(UNION_GROUP, V1MODEL.group_width),

@@ -136,7 +136,8 @@ def apply_statements(pipeline: ir.Pipeline, *, order: tuple[str, ...] | None = N
 
 
 def chained_tables(pipeline: ir.Pipeline) -> list[ir.Table]:
-    """Every table the control applies (``control`` and their ``on_miss`` chains), in apply order."""
+    """Every table the control applies (``control``, their ``on_miss`` chains, then the default path's),
+    in apply order."""
     seen: list[ir.Table] = []
 
     def visit(name: str) -> None:
@@ -145,6 +146,6 @@ def chained_tables(pipeline: ir.Pipeline) -> list[ir.Table]:
         if table.on_miss:
             visit(table.on_miss)
 
-    for name in pipeline.control:
+    for name in pipeline.control + pipeline.default_control:
         visit(name)
     return seen

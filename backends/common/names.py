@@ -110,14 +110,23 @@ def field_expression(ref: str, *, hdr: str = HDR, meta: str = META, index: int |
     return f"{hdr}.{inst}.{fld}"
 
 
-def guard_condition(pipeline: ir.Pipeline, *, hdr: str = HDR) -> str:
-    """The condition under which the tables run: every guard header valid (a stack: its first element)."""
-    spec = pipeline.spec
+def _valid_expr(spec: Spec, headers: tuple[str, ...], joiner: str, hdr: str) -> str:
     parts = []
-    for h in pipeline.guard_headers():
+    for h in headers:
         inst = spec.header(h)
         parts.append(f"{hdr}.{h}[0].isValid()" if inst is not None and inst.stack_size else f"{hdr}.{h}.isValid()")
-    return " && ".join(parts) if parts else "true"
+    return f" {joiner} ".join(parts) if parts else "true"
+
+
+def guard_condition(pipeline: ir.Pipeline, *, hdr: str = HDR) -> str:
+    """The condition under which the tables run: every guard header valid (a stack: its first element)."""
+    return _valid_expr(pipeline.spec, pipeline.guard_headers(), "&&", hdr)
+
+
+def looked_at_condition(pipeline: ir.Pipeline, *, hdr: str = HDR) -> str:
+    """True for packets the subscriptions look at: they carry some queried header; the others take
+    the default path (compiler.default_path)."""
+    return _valid_expr(pipeline.spec, pipeline.queried_headers(), "||", hdr)
 
 
 def check_key_fields(pipeline: ir.Pipeline, target: str) -> None:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 from backends.common.controls import action_decls, apply_statements, table_decl, user_call_members
 from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, header_member, header_type_decls, struct_decl
 from backends.common.literals import literal
-from backends.common.names import field_expression, guard_condition, identifier, is_meta, meta_member, split_field
+from backends.common.names import (field_expression, guard_condition, identifier, is_meta, looked_at_condition,
+                                    meta_member, split_field)
 from backends.common.parser import emit_statements, parser_states
 from backends.common.target import unsupported
 from backends.common.templates import render_template
@@ -27,6 +28,7 @@ from backends.tofino.network import (FROM_UP, FROM_UP_TABLE, IN_PORT, TO_UP_TABL
                                      network_stage)
 from backends.tofino.target import Target, facts
 from compiler import ir
+from compiler.default_path import default_of
 from compiler.spec import Advance, ParserState, SelectCase, Spec
 
 EGRESS_HEADERS = "p4sub_egress_headers_t"
@@ -140,6 +142,10 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     # The bridged header is the only way metadata reaches Tofino's egress, which parses the packet
     # afresh: the ingress deparser puts it first, the egress parser takes it off, nothing emits it again.
     bridge_fields = [Member(bits(m.width), meta_member(m.name)) for m in batched.bridged] + network_members
+    if pipeline.default_control and (bridge_fields or recirc):
+        unsupported(target.name, f"--default {default_of(pipeline)} with recirculation, several messages per packet "
+                                 "or a port bitmap (the egress expects a bridged header on every packet); use "
+                                 "--default drop, or --delivery groups")
     if bridge_fields:
         extra_types.append(_header_decl(f"{BRIDGE}_h", _padded(bridge_fields)))
         ingress_members.append(Member(f"{BRIDGE}_h", BRIDGE))
@@ -203,6 +209,8 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
         recirc=recirc, recirc_port=literal(target.recirculation_port, target.port_width),
         recirc_fields=[meta_member(m.name) for m in pipeline.metadata], pass_lines=pass_lines,
         bridge=BRIDGE, recirc_header=RECIRC, emits=emits, bridged_any=bool(bridge_fields),
+        default_lines=_apply_lines(pipeline, list(pipeline.default_control)),
+        looked_at_condition=looked_at_condition(pipeline),
         network=stage is not None, from_up=bool(stage and stage.up_ports),
         network_fields=[m.name for m in network_members], in_port=IN_PORT, from_up_field=FROM_UP,
         from_up_table=FROM_UP_TABLE, to_up_table=TO_UP_TABLE,

@@ -13,6 +13,7 @@ from compiler import ir
 from compiler.cli import add_command
 from compiler.compile import (DELIVERIES, Budget, CompileOptions, compile_rules, field_order_arg, lanes_arg, like,
                               parse_budget)
+from compiler.default_path import parse_default
 from compiler.dnf import DEFAULT_LIMIT
 from compiler.errors import P4subError, ResourceError
 from compiler.tables import RANGE_ENCODINGS, TableOptions
@@ -57,6 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--like", metavar="OLD_OUT",
                    help="keep the state width and table sizes of a previous compile's output (growing them only "
                         "where needed), so that an update renders the same program and installs as entry changes")
+    p.add_argument("--default", default="drop", metavar="drop|fwd(PORT)|table",
+                   help="packets that carry no header a rule reads: dropped (default), sent to PORT, or through "
+                        "the p4sub_default table the user fills (an L2/L3 hook)")
     p.add_argument("--dot", help="also write the decision diagram as Graphviz to this file")
     p.set_defaults(func=run)
 
@@ -73,7 +77,8 @@ def options_from_args(args: argparse.Namespace) -> CompileOptions:
     options = CompileOptions(field_order=tuple(field_order_arg(args.field_order)), dnf_limit=args.dnf_limit,
                              tables=TableOptions(range_encoding=args.range_encoding, per_field_encoding=per_field),
                              delivery=args.delivery, lanes=lanes_arg(args.lanes), max_lanes=args.max_lanes,
-                             budget=parse_budget(args.budget), order_search=args.order_search, exact=args.exact)
+                             budget=parse_budget(args.budget), order_search=args.order_search, exact=args.exact,
+                             default=parse_default(args.default))
     if not args.order_search >= 0 or args.order_search != args.order_search or args.order_search > 86400:
         raise P4subError(f"--order-search {args.order_search}: expected seconds between 0 and 86400")
     if getattr(args, "like", None):

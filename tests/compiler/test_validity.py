@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from compiler import oracle
 from compiler import rules as ast
 from compiler.compile import CompileOptions, compile_rules
+from compiler.default_path import parse_default
 from compiler.lang import parse_rules
 from compiler.typecheck import check_rules
 from compiler.verify import verify
@@ -123,3 +124,59 @@ def test_model_judges_validity_as_the_rules_say(rule_list, pkts, delivery):
         full = {f: values.get(f, 0) for f in VALUES}
         assert ports == oracle.evaluate(typed, full, carried).ports, (values, carried)
     assert verify(compiled.pipeline, compiled.typed).equivalent
+
+
+# -- the default path: packets that carry no header a rule reads (compile --default) ------------
+
+
+def test_default_fwd_sends_packets_no_rule_looks_at_to_its_port_and_verify_proves_it():
+    rules = parse_rules(COEXIST)
+    for delivery in ("groups", "bitmap"):
+        compiled = compile_rules(SPEC, rules, CompileOptions(delivery=delivery, default=parse_default("fwd(7)")))
+        assert compiled.pipeline.queried == ("ipv4", "udp", "dns", "order")
+        packets = [{}, {"ipv4.dst": 0x0A000002}, {"ipv4.dst": 0x0A000009}, {"dns.label": 1}]
+        carried = [set(), {"ipv4"}, {"ipv4"}, {"dns"}]
+        got = Model(compiled.pipeline).run(columns(packets, carried)).port_sets()
+        # Looked at but matched by no rule: dropped (nobody subscribed), not sent to the default port.
+        assert got == [{7}, {1}, set(), set()], delivery
+        assert verify(compiled.pipeline, compiled.typed).equivalent
+
+
+def test_verify_refuses_a_default_path_taken_by_packets_a_rule_reads():
+    compiled = compile_rules(SPEC, parse_rules(COEXIST), CompileOptions(default=parse_default("fwd(7)")))
+    wrong = dataclasses.replace(compiled.pipeline, queried=("ipv4", "udp", "order"))  # forgets dns
+    verdict = verify(wrong, compiled.typed)
+    assert not verdict.equivalent
+    assert any(d.output == ("port", 7) and d.extra and d.extra["dns.$valid"] == 1 for d in verdict.differences)
+
+
+def test_default_table_is_an_l2_l3_hook_the_user_fills():
+    spec = make_spec({"ethernet.dst_addr": (48, None), "ipv4.dst_addr": (32, {"match_kind": "lpm"}),
+                      "order.shares": (16, {"match_kind": "range"})})
+    compiled = compile_rules(spec, parse_rules("order.shares > 5 : fwd(1);"),
+                             CompileOptions(default=parse_default("table")))
+    p = compiled.pipeline
+    tables = {t.name: t for t in p.tables}
+    assert p.default_control == ("p4sub_default_l2", "p4sub_default_l3")
+    assert [k.field for k in tables["p4sub_default_l3"].keys] == ["ipv4.$valid", "ipv4.dst_addr"]
+    assert verify(p, compiled.typed).equivalent  # no entries yet: everything not looked at is dropped
+    from compiler import ir
+
+    filled = dataclasses.replace(p, entries=p.entries + (
+        ir.Entry("p4sub_default_l2", (ir.Exact(0x0000000000AA),), "forward", (4,)),
+        ir.Entry("p4sub_default_l3", (ir.Exact(1), ir.Lpm(0x0A000000, 8)), "forward", (5,))))
+    model = Model(filled)
+    rows = {"ethernet.dst_addr": [0xAA, 0xAA, 0xBB, 0xAA], "ipv4.dst_addr": [0, 0x0A010101, 0x0A010101, 0x0B000000],
+            "ipv4.$valid": [0, 1, 1, 1], "order.$valid": [0, 0, 0, 0]}
+    assert model.run(rows).port_sets() == [{4}, {5}, {5}, {4}]
+
+
+def test_parse_default_names_what_it_accepts():
+    import pytest
+
+    from compiler.errors import P4subError
+
+    assert str(parse_default(" fwd( 3 ) ")) == "fwd(3)"
+    for bad in ("fwd(512)", "forward", "fwd(-1)"):
+        with pytest.raises(P4subError, match="--default"):
+            parse_default(bad)

@@ -19,6 +19,9 @@ import pytest
 
 import backends.bmv2 as bmv2
 from compiler.cli.install import TargetError, find_p4rt_python
+from compiler.compile import CompileOptions, compile_rules
+from compiler.default_path import parse_default
+from compiler.lang import parse_rules
 from runtime.model import Model
 
 from tests.backends.bmv2 import helpers as h
@@ -287,14 +290,26 @@ def test_multi_lane_bitmap_program_on_simple_switch_forwards_as_the_model(tmp_pa
     assert len({p for p, _ in expected}) == 3, "the probes must reach every port"
 
 
+def ipv6_udp(i: int, dport: int) -> bytes:
+    """An IPv6/UDP frame: the coexistence spec parses no IPv6, so no subscription looks at it."""
+    udp = struct.pack("!HHHH", 40000, dport, 14, 0x2222) + i.to_bytes(6, "big")
+    head = struct.pack("!IHBB", 6 << 28, len(udp), 17, 64) + bytes(15) + b"\1" + bytes(15) + b"\2"
+    return pk.ETH[:12] + b"\x86\xdd" + head + udp
+
+
 def coexist_probes(pipeline, spec, seed: int = 5) -> tuple[list, list]:
-    """UDP probes to plain, DNS and order ports; where each goes is what the model says of the row
-    that the spec's parse graph reads from the probe's bytes (validity included)."""
+    """UDP probes to plain, DNS and order ports, and IPv6 frames no rule looks at; where each goes is
+    what the model says of the row that the spec's parse graph reads from its bytes (validity included)."""
     from runtime.parse_graph import ParseGraph
 
     rng = random.Random(seed)
     graph, model = ParseGraph(spec), Model(pipeline)
     send, expected = [], []
+    for i in range(10):
+        pkt = ipv6_udp(i, 9)
+        send.append((0, pkt))
+        ports, _ = model.run_one(graph.parse(pkt).row(model.inputs + model.validity))
+        expected += [(p, pkt) for p in ports]
     for i in range(80):
         dport = rng.choice([53, 1234, 9])
         payload = {53: lambda: struct.pack("!HI", i, rng.choice([1, 97, 98])),
@@ -313,16 +328,19 @@ def coexist_probes(pipeline, spec, seed: int = 5) -> tuple[list, list]:
 
 @pytest.mark.bmv2
 @pytest.mark.p4c
-@pytest.mark.parametrize("delivery", ["groups", "bitmap"])
-def test_rules_over_disjoint_protocols_coexist_on_simple_switch(tmp_path, delivery):
+@pytest.mark.parametrize("delivery,default", [("groups", "drop"), ("bitmap", "drop"), ("groups", "fwd(2)"),
+                                              ("bitmap", "fwd(2)")])
+def test_rules_over_disjoint_protocols_coexist_on_simple_switch(tmp_path, delivery, default):
     """Rules over DNS, order messages and plain IPv4 on one switch: each protocol's packets reach
-    its subscribers (the program tests each header's validity, as the model does)."""
+    its subscribers (the program tests each header's validity, as the model does); IPv6 frames,
+    which no rule looks at, are dropped or take the --default port."""
     if P4C is None or tool("simple_switch") is None or tool("simple_switch_CLI") is None:
         pytest.skip("p4c-bm2-ss, simple_switch or simple_switch_CLI is not installed")
     if os.geteuid() != 0:
         pytest.skip("network namespaces need root")
     spec = h.spec_from_text(h.COEXIST_SPEC, str(tmp_path))
-    pipeline = h.compile_text(spec, h.COEXIST_RULES, delivery=delivery).pipeline
+    options = CompileOptions(delivery=delivery, default=parse_default(default))
+    pipeline = compile_rules(spec, parse_rules(h.COEXIST_RULES), options).pipeline
     assert pipeline.guard == ()
     out = tmp_path / delivery
     build(pipeline, out)
@@ -332,6 +350,7 @@ def test_rules_over_disjoint_protocols_coexist_on_simple_switch(tmp_path, delive
         assert "Error" not in text and "Invalid" not in text, text
         send, expected = coexist_probes(pipeline, spec)
         assert {p for p, _ in expected} == {1, 2, 3}, "the probes must reach every rule's port"
+        assert sum(1 for p, d in expected if d[12:14] == b"\x86\xdd") == (10 if default != "drop" else 0)
         _compare(switch.exchange(send, [1, 2, 3], [53, 1234, 9]), expected)
     finally:
         switch.close()
