@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
@@ -34,6 +34,8 @@ from compiler.spec import (
     Spec,
 )
 from compiler.spec_annotations import AnnotationContext, read_annotations, synthesize_headers
+from compiler.spec_skip import Declaration, blank, choose_parser, skip_declarations
+from compiler.spec_skip import notes as skip_notes
 from compiler.spec_syntax import (
     SUPPORTED,
     RawAnnotation,
@@ -85,15 +87,13 @@ def parse_spec(text: str, path: str = "<spec>") -> Spec:
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise ParseError("spec file contains a NUL byte (is it a binary file?)", SourceLocation(path, line, 1))
+    return _guarded(path, lambda: _read_p4_16(text, path))
+
+
+def _guarded(path: str, read: Callable[[], Spec]) -> Spec:
+    """Run a reader; lark's wrapped errors and deep recursion become P4subErrors, not tracebacks."""
     try:
-        tree = parse_text(text)
-    except UnexpectedInput as exc:
-        raise syntax_error(exc, text, path) from None
-    except LarkError as exc:  # lark's other failures on odd input must not escape as tracebacks
-        raise ParseError(f"cannot parse spec: {exc}", SourceLocation(path, 1, 1)) from None
-    try:
-        items = ToRaw(path).transform(tree)
-        return _Builder(path).build(items)
+        return read()
     except VisitError as exc:
         if isinstance(exc.orig_exc, P4subError):
             raise exc.orig_exc from None
@@ -102,6 +102,64 @@ def parse_spec(text: str, path: str = "<spec>") -> Spec:
         raise
     except RecursionError:
         raise SpecError("expressions are nested too deeply", SourceLocation(path, 1, 1)) from None
+
+
+def _raw_items(text: str, path: str) -> list[Any]:
+    try:
+        tree = parse_text(text)
+    except UnexpectedInput as exc:
+        raise syntax_error(exc, text, path) from None
+    except LarkError as exc:  # lark's other failures on odd input must not escape as tracebacks
+        raise ParseError(f"cannot parse spec: {exc}", SourceLocation(path, 1, 1)) from None
+    return ToRaw(path).transform(tree)
+
+
+def _read_p4_16(text: str, path: str) -> Spec:
+    """A P4_16 spec, or a whole program: what a spec does not need is skipped first, with notes."""
+    program = skip_declarations(text, path)
+    body = program.text
+    notes = skip_notes(program.skipped)
+    if len(program.parsers) > 1:
+        body, parser_notes = _one_parser(body, program.parsers, path)
+        notes += parser_notes
+    builder = _Builder(path)
+    builder.full_program = bool(notes)
+    builder.notes = notes
+    return builder.build(_raw_items(body, path))
+
+
+def _one_parser(text: str, parsers: list[Declaration], path: str) -> tuple[str, list[tuple[SourceLocation, str]]]:
+    """Keep the parser whose out parameter is the headers struct; blank the others (with a note).
+
+    The structs are read from the program without its parsers, so that a parser p4sub will not
+    read (an egress parser with externs in it) cannot stop the choice.
+    """
+    without = text
+    for parser in parsers:
+        without = blank(without, parser.start, parser.end)
+    items = _raw_items(without, path)
+    header_names = {i.name for i in items if isinstance(i, RawCompound) and i.kind == "header"}
+    header_structs: dict[str, bool] = {}
+    previous: Any = None
+    for item in items:
+        if isinstance(item, RawCompound) and item.kind == "struct" and any(
+                m.type.kind == "named" and m.type.name in header_names for m in item.members):
+            marked = any(a.name == "headers" for a in item.annotations) or \
+                (isinstance(previous, RawAnnotation) and previous.name == "headers")
+            header_structs[item.name] = marked
+        previous = item
+    chosen, error = choose_parser(parsers, header_structs, HEADERS_NAMES)
+    if error is not None:
+        raise error
+    if chosen is None:
+        return text, []  # none writes a headers struct: the builder says so
+    notes = []
+    for parser in parsers:
+        if parser is not chosen:
+            text = blank(text, parser.start, parser.end)
+            notes.append((parser.location, f"skipped parser {parser.name} (p4sub reads one parser: {chosen.name}, "
+                                           f"whose out parameter is the headers struct)"))
+    return text, notes
 
 
 @lru_cache(maxsize=4096)
@@ -166,6 +224,8 @@ class _Builder:
         self.version = "P4_16"
         self.metadata_names: dict[str, str] = {}
         self.notes: list[tuple[SourceLocation, str]] = []
+        self.full_program = False  # declarations were skipped: unneeded types that fail become notes
+        self.deferred: list[tuple[RawCompound, list[P4subError]]] = []
 
     def error(self, message: str, location: SourceLocation | None) -> None:
         self.errors.append(SpecError(message, location))
@@ -181,6 +241,7 @@ class _Builder:
             if isinstance(item, RawDirective):
                 self._directive(item)
                 continue
+            before = len(self.errors)
             if isinstance(item, RawConst):
                 self._const(item)
             elif isinstance(item, RawTypedef):
@@ -189,7 +250,9 @@ class _Builder:
                 item.preceding = pending
                 self.annotations.extend(item.annotations)
                 self._compound(item)
-            elif isinstance(item, RawParser):
+            if self.full_program and isinstance(item, (RawConst, RawTypedef, RawCompound)):
+                self._defer(item, before)
+            if isinstance(item, RawParser):
                 self.annotations.extend(item.annotations)
                 self._declare(item.name, item.location)
                 self.parsers.append(item)
@@ -211,6 +274,7 @@ class _Builder:
             headers_struct = "headers"
         else:
             headers_struct = self._headers_struct(parser)
+            self._settle_deferred(headers_struct)
         states: dict[str, ParserState] = {}
         if parser is not None and headers_struct:
             states = self._parse_graph(parser)
@@ -238,8 +302,37 @@ class _Builder:
             pragma_only=pragma_only,
             default_action=found.default_action,
             default_action_location=found.default_action_location,
-            notes=tuple(f"{loc}: note: {message}" for loc, message in notes),
+            notes=tuple(f"{loc}: note: {message}" for loc, message in sorted(notes, key=lambda n: n[0])),
         )
+
+    def _defer(self, item: RawConst | RawTypedef | RawCompound, before: int) -> None:
+        """In a whole program, a declaration p4sub cannot read may be one the spec does not need.
+
+        Its errors are held back: a const or typedef becomes a note at once (a later use is an
+        "unknown" error anyway); a header or struct waits until the headers struct is known, and
+        is an error only if that struct uses it (:meth:`_settle_deferred`).
+        """
+        held = [e for e in self.errors[before:] if not e.message.startswith("duplicate")]
+        if not held:
+            return
+        self.errors[before:] = [e for e in self.errors[before:] if e not in held]
+        if isinstance(item, RawCompound):
+            self.deferred.append((item, held))
+            return
+        what = "const" if isinstance(item, RawConst) else "typedef"
+        self.notes.append((item.location, f"skipped {what} {item.name}: {held[0].message} (a spec needs it only if "
+                                          f"the headers or the parser use it)"))
+
+    def _settle_deferred(self, headers_struct: str) -> None:
+        used = {headers_struct, *(inst.type_name for inst in self.instances.values())}
+        for item, held in self.deferred:
+            if item.name in used:
+                self.errors.extend(held)
+                continue
+            self.header_types.pop(item.name, None)
+            self.structs.pop(item.name, None)
+            self.notes.append((item.location, f"skipped {item.kind} {item.name}: {held[0].message} (the headers "
+                                              f"struct does not use it)"))
 
     def _declare(self, name: str, location: SourceLocation) -> bool:
         if name in self.declared:

@@ -136,3 +136,147 @@ def test_intrinsic_metadata_fields_in_a_full_spec():
 def test_query_fields_that_are_not_header_fields_are_explained(annotation, needle):
     err = error_of(SMALL + annotation + "\n", SpecError)
     assert any(needle in m for m in messages(err)), messages(err)
+
+
+# ---------------------------------------------------------------------------------------------
+# whole P4_16 programs: what a spec does not need is skipped, with one note per kind
+
+PROGRAM = """\
+/* -*- P4_16 -*- */
+#include <core.p4>
+#include <v1model.p4>
+const bit<16> TYPE_IP = 0x800;
+typedef bit<9> port_t;
+enum Verdict { PASS, FAIL }
+error { BadLength }
+match_kind { fuzzy }
+extern Tally { Tally(bit<32> n); void bump(in bit<32> i); }
+extern void note_it<T>(in T data);
+header eth_t { bit<48> dst; bit<48> src; bit<16> kind; }
+header ip_t { bit<8> ttl; bit<8> proto; bit<32> dst; }
+struct headers { eth_t eth; ip_t ip; }
+struct metadata { bool seen; Verdict v; }
+@pragma query_field_exact(ip.proto, 8)
+parser MyParser(packet_in pkt, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.eth);
+        transition select(hdr.eth.kind) { TYPE_IP: parse_ip; default: accept; }
+    }
+    state parse_ip { pkt.extract(hdr.ip); transition accept; }
+}
+bit<8> halve(in bit<8> x) { return x >> 1; }
+@name("Check") control MyVerify(inout headers hdr, inout metadata meta) { apply { } }
+@pragma query_field(ip.ttl)
+control MyIngress(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    action fwd(port_t p) { sm.egress_spec = p; /* a } in a comment */ }
+    action nop() { }
+    table route {
+        key = { hdr.ip.dst: lpm; }
+        actions = { fwd; nop; }
+        const entries = { 0x0a000000 &&& 0xff000000 : fwd(1); }
+    }
+    apply {
+        if (hdr.ip.isValid() && hdr.ip.ttl > 1) { route.apply(); }
+        note_it("{ not a brace }"); // nor } this
+    }
+}
+control MyDeparser(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr); } }
+package Pkg(MyParser p);
+V1Switch(MyParser(), MyVerify(), MyIngress(), MyIngress(), MyVerify(), MyDeparser()) main;
+"""
+
+
+def test_whole_program_reads_headers_parser_and_annotations_and_notes_the_rest():
+    spec = parse_spec(PROGRAM, "prog.p4")
+    assert [h.name for h in spec.headers] == ["eth", "ip"] and spec.parser_name == "MyParser"
+    assert list(spec.parser_states) == ["start", "parse_ip"]
+    assert list(spec.query_fields) == ["ip.proto", "ip.ttl"]  # a pragma before a skipped control still counts
+    assert spec.constants == {"TYPE_IP": 0x800} and spec.typedefs == {"port_t": 9}
+    assert "metadata" not in spec.header_types  # a bool member: not needed, skipped with a note
+    why = "(a spec needs only headers, structs, consts, typedefs and the parser)"
+    assert spec.notes == (
+        f"prog.p4:6:1: note: skipped enum Verdict {why}",
+        f"prog.p4:7:1: note: skipped error declaration {why}",
+        f"prog.p4:8:1: note: skipped match_kind declaration {why}",
+        f"prog.p4:9:1: note: skipped 2 extern declarations: Tally, note_it {why}",
+        "prog.p4:14:1: note: skipped struct metadata: field metadata.seen: bool is not supported in a spec file "
+        "(use bit<N>) (the headers struct does not use it)",
+        f"prog.p4:23:1: note: skipped function halve {why}",
+        f"prog.p4:24:16: note: skipped 3 controls: MyVerify, MyIngress, MyDeparser {why}",
+        f"prog.p4:40:1: note: skipped package declaration Pkg {why}",
+        f"prog.p4:41:1: note: skipped instantiation V1Switch(...) main {why}",
+    )
+
+
+def test_skipping_keeps_locations_of_later_errors():
+    text = PROGRAM.replace("@name(\"Check\") ", "@name(\"Check\") @pragma query_field(ip.nope) ")
+    err = error_of(text, SpecError)
+    assert str(err).startswith("t.p4:24:36: @pragma query_field(ip.nope): header ip (ip_t) has no field 'nope'")
+
+
+def test_a_skipped_body_may_be_unbalanced_only_inside_strings_and_comments():
+    text = PROGRAM.replace("control MyDeparser(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr); } }",
+                           "control MyDeparser(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr); }")
+    assert str(error_of(text)) == "t.p4:41:91: unclosed '{' (missing '}'): the '{' at line 39, column 52 is never closed"
+    text = PROGRAM.replace("pkt.emit(hdr); }", "pkt.emit(hdr]; }")
+    assert str(error_of(text)) == "t.p4:39:74: unbalanced ']' in the control declaration starting at line 39 (p4sub " \
+                                  "skips it, but it must be well formed)"
+
+
+def test_the_headers_struct_of_a_program_is_still_checked():
+    text = PROGRAM.replace("struct headers { eth_t eth; ip_t ip; }", "struct headers { eth_t eth; ip_t ip; bool b; }")
+    err = error_of(text, SpecError)
+    assert any("t.p4:13:" in m and "bool is not supported" in m for m in messages(err)), messages(err)
+
+
+def test_check_prints_the_notes_on_stderr(tmp_path, capsys):
+    from compiler.cli import main
+
+    (tmp_path / "prog.p4").write_text(PROGRAM)
+    (tmp_path / "r.sub").write_text("ip.proto == 17: fwd(1);\n")
+    assert main(["check", str(tmp_path / "prog.p4"), str(tmp_path / "r.sub")]) == 0
+    captured = capsys.readouterr()
+    assert "1 rules, OK" in captured.out
+    assert f"{tmp_path / 'prog.p4'}:24:16: note: skipped 3 controls" in captured.err
+
+
+TWO_PARSERS = """
+header eth_t { bit<48> dst; bit<48> src; bit<16> kind; }
+struct ig_headers_t { eth_t eth; }
+struct eg_headers_t { eth_t eth; }
+
+struct ig_meta_t { bit<8> x; }
+parser IgParser(packet_in pkt, out ig_headers_t hdr, out ig_meta_t meta, out ingress_intrinsic_metadata_t ig_md) {
+    state start { pkt.extract(hdr.eth); transition accept; }
+}
+parser EgParser(packet_in pkt, out {eg_type} hdr, out egress_intrinsic_metadata_t eg_md) {
+    Checksum() csum;
+    state start { pkt.extract(hdr.eth); csum.add(hdr.eth); transition accept; }
+}
+"""
+
+
+def two_parsers(eg_type: str = "eg_headers_t", tna: bool = True) -> str:
+    text = TWO_PARSERS.replace("{eg_type}", eg_type)
+    return text if tna else text.replace("out ingress_intrinsic_metadata_t ig_md", "in bit<8> x")
+
+
+def test_of_several_parsers_the_one_writing_the_headers_struct_is_read():
+    spec = parse_spec(two_parsers(eg_type="ig_meta_t"), "t.p4")  # only IgParser writes a headers struct
+    assert spec.parser_name == "IgParser" and spec.headers_struct == "ig_headers_t"
+    assert "t.p4:10:1: note: skipped parser EgParser (p4sub reads one parser: IgParser, whose out parameter is the " \
+           "headers struct)" in spec.notes
+
+
+def test_a_headers_mark_or_tna_ingress_breaks_a_tie_between_parsers():
+    marked = two_parsers(tna=False).replace("struct ig_headers_t", "@headers struct ig_headers_t")
+    assert parse_spec(marked, "t.p4").parser_name == "IgParser"
+    marked = marked.replace("state start { pkt.extract(hdr.eth); transition accept; }", "")  # IgParser now broken
+    assert "parser IgParser has no 'start' state" in str(error_of(marked))
+    assert parse_spec(two_parsers(), "t.p4").parser_name == "IgParser"  # the one with ingress intrinsic metadata
+
+
+def test_parsers_that_tie_are_an_error_naming_them():
+    err = error_of(two_parsers(eg_type="ig_headers_t", tna=False), SpecError)
+    assert str(err).startswith("t.p4:10:1: 2 parsers write a headers struct: IgParser (out ig_headers_t, at t.p4:7:1), "
+                               "EgParser (out ig_headers_t, at t.p4:10:1); p4sub reads one parser.")
