@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -36,6 +36,8 @@ from compiler.spec import (
 from compiler.spec_annotations import AnnotationContext, read_annotations, synthesize_headers
 from compiler.spec_skip import Declaration, blank, choose_parser, skip_declarations
 from compiler.spec_skip import notes as skip_notes
+from compiler.spec_p4_14 import read_p4_14
+from compiler.spec_version import P4_14, detect_version, p4_14_evidence
 from compiler.spec_syntax import (
     SUPPORTED,
     RawAnnotation,
@@ -87,7 +89,29 @@ def parse_spec(text: str, path: str = "<spec>") -> Spec:
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise ParseError("spec file contains a NUL byte (is it a binary file?)", SourceLocation(path, line, 1))
-    return _guarded(path, lambda: _read_p4_16(text, path))
+    if detect_version(text, path) == P4_14:
+        return _guarded(path, lambda: _read_p4_14(text, path))
+    try:
+        return _guarded(path, lambda: _read_p4_16(text, path))
+    except ParseError as exc:
+        evidence = p4_14_evidence(text)
+        if evidence is None:
+            raise
+        raise ParseError(f"{exc.message} (the file also holds P4_14, e.g. '{evidence}', but reads as P4_16 because "
+                         f"of its P4_16 declarations; write a spec in one version, or mark a P4_14 one with a "
+                         f"'// -*- P4_14 -*-' line)", exc.location) from None
+
+
+def _read_p4_14(text: str, path: str) -> Spec:
+    """A P4_14 spec: its declarations become the raw ones of P4_16, checked by the same builder."""
+    program = read_p4_14(text, path)
+    builder = _Builder(path)
+    builder.version = P4_14
+    builder.full_program = program.skipped_any
+    builder.notes = program.notes
+    builder.metadata_names = program.metadata_names
+    spec = builder.build(program.items)
+    return replace(spec, includes=tuple(program.includes), constants={**program.constants, **spec.constants})
 
 
 def _guarded(path: str, read: Callable[[], Spec]) -> Spec:
