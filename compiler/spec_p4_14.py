@@ -8,7 +8,8 @@ P4_14                                                  P4_16 equivalent
 =====================================================  =====================================================
 ``header_type T { fields { f : 16; } }``               ``header T { bit<16> f; }`` (a ``struct`` when only
                                                        ``metadata`` instances use it)
-``header T h;`` / ``header T s[4];``                   members of the headers struct, in declaration order
+``header T h;`` / ``header T s[4];``                   members of the headers struct, in the order the parse
+                                                       graph extracts them (P4_14's deparse order)
 ``metadata T m;``                                      not a header: not in the headers struct
 ``parser p { extract(h); extract(s[next]); ... }``     ``state p { pkt.extract(hdr.h); pkt.extract(hdr.s.next); }``
 ``return q;`` / ``return ingress;``                    ``transition q;`` / ``transition accept;``
@@ -553,8 +554,8 @@ class _Reader:
                 tok = self.peek()
                 if tok is not None and tok.kind == "name":
                     raise SpecError(f"P4_14: {tok.text!r} in a select case is neither a number nor a #define'd "
-                                    f"constant (parser value sets are not supported by p4sub: list the values)",
-                                    tok.location)
+                                    f"constant (if another file #defines it, write a spec that #includes both; "
+                                    f"parser value sets are not supported by p4sub: list the values)", tok.location)
                 value, loc = self.number("(a select case value, or default)")
                 mask = None
                 if self.peek() is not None and self.peek().text == "mask":
@@ -583,7 +584,7 @@ class _Reader:
             whole_bytes = sum(w for _, w, _ in thing.fields) % 8 == 0
             header = thing.name in header_users or (thing.name not in metadata_users and whole_bytes)
             items.append(RawCompound("header" if header else "struct", thing.name, members, [], thing.location))
-        headers = [i for i in self.instances.values() if i.kind == "header"]
+        headers = self._deparse_order([i for i in self.instances.values() if i.kind == "header"])
         struct_name = _fresh("headers", set(self.header_types))
         for inst in headers:
             if inst.type_name not in self.header_types:
@@ -605,6 +606,47 @@ class _Reader:
         metadata_names = {i.name: "a P4_14 metadata instance" for i in self.instances.values()
                           if i.kind == "metadata" and i.name not in INTRINSIC_METADATA}
         return P4_14Program(items, notes=notes, metadata_names=metadata_names, skipped_any=bool(self.skipped))
+
+    def _deparse_order(self, headers: list[_Instance]) -> list[_Instance]:
+        """Header instances in P4_14's deparse order: as the parse graph extracts them, then the rest.
+
+        P4_14 has no headers struct; its deparser emits headers in the parse graph's topological
+        order. The P4_16 headers struct is emitted in member order, so the members follow that
+        order (a header file declaring its instances before the parser's would otherwise put them
+        first). Reverse post-order of a depth-first walk from ``start`` ignores back edges (loops
+        over a stack).
+        """
+        by_name = {f.name: f for f in self.functions}
+        post: list[str] = []
+        seen: set[str] = set()
+        stack: list[tuple[str, list[str]]] = []
+
+        def successors(name: str) -> list[str]:
+            function = by_name[name]
+            targets = [function.target] if function.keys is None else [c.target for c in function.cases]
+            return [t for t in targets if t in by_name]
+
+        if "start" in by_name:
+            seen.add("start")
+            stack.append(("start", successors("start")))
+        while stack:
+            name, todo = stack[-1]
+            if todo:
+                succ = todo.pop(0)
+                if succ not in seen:
+                    seen.add(succ)
+                    stack.append((succ, successors(succ)))
+            else:
+                post.append(name)
+                stack.pop()
+        order: list[str] = []
+        for name in reversed(post):
+            for statement in by_name[name].statements:
+                extracted = statement.args[0].path.parts[1]
+                if extracted not in order:
+                    order.append(extracted)
+        rank = {name: i for i, name in enumerate(order)}
+        return sorted(headers, key=lambda i: rank.get(i.name, len(rank)))  # stable: the rest keep their order
 
     def _parser(self, struct_name: str) -> RawParser:
         if not any(i.kind == "header" for i in self.instances.values()):

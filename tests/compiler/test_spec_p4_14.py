@@ -247,6 +247,15 @@ def test_latest_is_the_last_extract_of_the_state_and_ingress_is_accept():
     assert spec.parser_name == "ParserImpl" and spec.headers_struct == "headers"
 
 
+def test_headers_follow_the_parse_graph_as_p4_14_deparses_them():
+    spec = p4_14("header_type h_t { fields { a : 8; } }\nheader h_t late;\nheader h_t unused;\nheader h_t tag[2];\n"
+                 "header h_t first;\nheader h_t mid;\n"
+                 "parser start { extract(first); return select(latest.a) { 1 : tags; default : rest; } }\n"
+                 "parser tags { extract(tag[next]); return select(latest.a) { 1 : tags; default : rest; } }\n"
+                 "parser rest { extract(mid); extract(late); return ingress; }\n")
+    assert [h.name for h in spec.headers] == ["first", "tag", "mid", "late", "unused"]
+
+
 def test_a_parser_may_return_to_any_control():
     spec = p4_14(HEADERS + "parser start { extract(h); return my_ctl; }\ncontrol my_ctl { }\n")
     assert spec.parser_states["start"].cases == (SelectCase((), "accept", True),)
