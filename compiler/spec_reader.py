@@ -4,8 +4,15 @@ Two passes. :mod:`compiler.spec_syntax` parses the text (lark, LALR) into raw de
 remember where they came from, or raises a labelled :class:`~compiler.errors.ParseError`;
 :class:`_Builder` then resolves types, consts and typedefs in declaration order (as P4 does),
 finds the headers struct, builds the parse graph and checks the ``@query_*`` annotations against
-it. Every problem is a :class:`~compiler.errors.P4subError` with ``file:line:col``; semantic
-errors (:class:`~compiler.errors.SpecError`) are collected and reported together.
+it (:mod:`compiler.spec_annotations`). Every problem is a :class:`~compiler.errors.P4subError`
+with ``file:line:col``; semantic errors (:class:`~compiler.errors.SpecError`) are collected and
+reported together.
+
+Specs as users have them go through the same builder: a whole P4_16 program has what a spec
+does not need blanked out first (:mod:`compiler.spec_skip`, with notes); a P4_14 spec
+(:mod:`compiler.spec_version` decides) is preprocessed and translated into the same raw
+declarations (:mod:`compiler.spec_p4_14`); a file of ``@pragma query_*`` lines alone gets header
+types made up from the pragmas.
 
 What a spec may hold is documented in ``docs/spec-files.md``.
 """
