@@ -104,6 +104,9 @@ class QueryField:
     compiler chooses). ``scale`` is the number of implied decimal digits of a fixed-point field
     (ITCH prices have 4), so that ``price > 50.25`` means ``price > 502500``. ``is_string``
     marks fields compared with string constants (stored left-aligned, space-padded).
+    ``metadata`` marks a field of the target's intrinsic metadata (``standard_metadata.ingress_port``
+    on v1model, ``ig_intr_md.ingress_port`` on TNA) rather than of a header: no header instance
+    holds it, so a backend reads it from the architecture's metadata instead of the packet.
     """
 
     name: str
@@ -112,6 +115,7 @@ class QueryField:
     scale: int = 0
     is_string: bool = False
     location: SourceLocation | None = None
+    metadata: bool = False
 
     @property
     def header(self) -> str:
@@ -149,6 +153,15 @@ class Spec:
     ``headers`` are the members of the headers struct (the parser's ``out`` parameter type), in
     declaration order, which is also the order the deparser emits them. ``query_fields`` keep the
     annotation order: it is the default field order of the compiler.
+
+    ``version`` is the P4 dialect the file was read as (``P4_16`` or ``P4_14``). ``pragma_only``
+    marks a spec that is nothing but ``@pragma query_*`` lines (Camus's include-mode specs): its
+    header types are made up from the pragmas' widths and it has no parser (``parser_states`` is
+    empty), so it describes fields for a subscription control that the user's own P4 program
+    includes. ``default_action`` (with ``default_action_location``) is the user action named by
+    ``@pragma query_default_action(NAME)``: run when no rule matches. ``notes`` are what the reader
+    left out of a whole program (controls, tables, ...), as ``file:line:col: note: ...`` lines for
+    the CLI to show: not errors, but the user should know what p4sub did not read.
     """
 
     path: str
@@ -164,18 +177,28 @@ class Spec:
     query_fields: dict[str, QueryField] = field(default_factory=dict)
     counters: dict[str, Counter] = field(default_factory=dict)
     actions: dict[str, UserAction] = field(default_factory=dict)
+    version: str = "P4_16"
+    pragma_only: bool = False
+    default_action: str | None = None
+    default_action_location: SourceLocation | None = None
+    notes: tuple[str, ...] = ()
 
     def header(self, name: str) -> HeaderInstance | None:
         return next((h for h in self.headers if h.name == name), None)
 
     def field_width(self, ref: str) -> int | None:
-        """Width of ``header.field`` (instance name), or None when there is no such field."""
+        """Width of ``header.field`` (instance name), or None when there is no such field.
+
+        Intrinsic metadata fields (``QueryField.metadata``) have no header; their width is the
+        query field's.
+        """
         if "." not in ref:
             return None
         inst_name, field_name = ref.split(".", 1)
         inst = self.header(inst_name)
         if inst is None:
-            return None
+            qf = self.query_fields.get(ref)
+            return qf.width if qf is not None and qf.metadata else None
         htype = self.header_types.get(inst.type_name)
         fdef = htype.field(field_name) if htype else None
         return fdef.width if fdef else None

@@ -4,8 +4,15 @@ Two passes. :mod:`compiler.spec_syntax` parses the text (lark, LALR) into raw de
 remember where they came from, or raises a labelled :class:`~compiler.errors.ParseError`;
 :class:`_Builder` then resolves types, consts and typedefs in declaration order (as P4 does),
 finds the headers struct, builds the parse graph and checks the ``@query_*`` annotations against
-it. Every problem is a :class:`~compiler.errors.P4subError` with ``file:line:col``; semantic
-errors (:class:`~compiler.errors.SpecError`) are collected and reported together.
+it (:mod:`compiler.spec_annotations`). Every problem is a :class:`~compiler.errors.P4subError`
+with ``file:line:col``; semantic errors (:class:`~compiler.errors.SpecError`) are collected and
+reported together.
+
+Specs as users have them go through the same builder: a whole P4_16 program has what a spec
+does not need blanked out first (:mod:`compiler.spec_skip`, with notes); a P4_14 spec
+(:mod:`compiler.spec_version` decides) is preprocessed and translated into the same raw
+declarations (:mod:`compiler.spec_p4_14`); a file of ``@pragma query_*`` lines alone gets header
+types made up from the pragmas.
 
 What a spec may hold is documented in ``docs/spec-files.md``.
 """
@@ -14,10 +21,10 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
@@ -25,17 +32,19 @@ from compiler import spec_expr as ex
 from compiler.errors import P4subError, ParseError, SourceLocation, SpecError, raise_all
 from compiler.spec import (
     Advance,
-    Counter,
     Extract,
     FieldDef,
     HeaderInstance,
     HeaderType,
     ParserState,
-    QueryField,
     SelectCase,
     Spec,
-    UserAction,
 )
+from compiler.spec_annotations import AnnotationContext, read_annotations, synthesize_headers
+from compiler.spec_skip import Declaration, blank, choose_parser, skip_declarations
+from compiler.spec_skip import notes as skip_notes
+from compiler.spec_p4_14 import read_p4_14
+from compiler.spec_version import P4_14, detect_version, p4_14_evidence
 from compiler.spec_syntax import (
     SUPPORTED,
     RawAnnotation,
@@ -60,19 +69,8 @@ from compiler.spec_syntax import (
     type_text,
 )
 
-QUERY_FIELD_KINDS = {
-    "query_field": None,
-    "query_field_exact": "exact",
-    "query_field_range": "range",
-    "query_field_lpm": "lpm",
-    "query_field_ternary": "ternary",
-}
-QUERY_ANNOTATIONS = (*QUERY_FIELD_KINDS, "query_counter", "query_action")
-#: Standard P4_16 annotations that say nothing about packet layout; accepted and ignored.
-IGNORED_ANNOTATIONS = ("name", "hidden", "noWarn", "deprecated", "brief", "description")
 HEADERS_NAMES = ("headers", "headers_t")
 END_STATES = ("accept", "reject")
-MAX_SCALE = 38
 
 
 # ------------------------------------------------------------------------------------------------
@@ -98,15 +96,35 @@ def parse_spec(text: str, path: str = "<spec>") -> Spec:
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise ParseError("spec file contains a NUL byte (is it a binary file?)", SourceLocation(path, line, 1))
+    if detect_version(text, path) == P4_14:
+        return _guarded(path, lambda: _read_p4_14(text, path))
     try:
-        tree = parse_text(text)
-    except UnexpectedInput as exc:
-        raise syntax_error(exc, text, path) from None
-    except LarkError as exc:  # lark's other failures on odd input must not escape as tracebacks
-        raise ParseError(f"cannot parse spec: {exc}", SourceLocation(path, 1, 1)) from None
+        return _guarded(path, lambda: _read_p4_16(text, path))
+    except ParseError as exc:
+        evidence = p4_14_evidence(text)
+        if evidence is None:
+            raise
+        raise ParseError(f"{exc.message} (the file also holds P4_14, e.g. '{evidence}', but reads as P4_16 because "
+                         f"of its P4_16 declarations; write a spec in one version, or mark a P4_14 one with a "
+                         f"'// -*- P4_14 -*-' line)", exc.location) from None
+
+
+def _read_p4_14(text: str, path: str) -> Spec:
+    """A P4_14 spec: its declarations become the raw ones of P4_16, checked by the same builder."""
+    program = read_p4_14(text, path)
+    builder = _Builder(path)
+    builder.version = P4_14
+    builder.full_program = program.skipped_any
+    builder.notes = program.notes
+    builder.metadata_names = program.metadata_names
+    spec = builder.build(program.items)
+    return replace(spec, includes=tuple(program.includes), constants={**program.constants, **spec.constants})
+
+
+def _guarded(path: str, read: Callable[[], Spec]) -> Spec:
+    """Run a reader; lark's wrapped errors and deep recursion become P4subErrors, not tracebacks."""
     try:
-        items = ToRaw(path).transform(tree)
-        return _Builder(path).build(items)
+        return read()
     except VisitError as exc:
         if isinstance(exc.orig_exc, P4subError):
             raise exc.orig_exc from None
@@ -115,6 +133,64 @@ def parse_spec(text: str, path: str = "<spec>") -> Spec:
         raise
     except RecursionError:
         raise SpecError("expressions are nested too deeply", SourceLocation(path, 1, 1)) from None
+
+
+def _raw_items(text: str, path: str) -> list[Any]:
+    try:
+        tree = parse_text(text)
+    except UnexpectedInput as exc:
+        raise syntax_error(exc, text, path) from None
+    except LarkError as exc:  # lark's other failures on odd input must not escape as tracebacks
+        raise ParseError(f"cannot parse spec: {exc}", SourceLocation(path, 1, 1)) from None
+    return ToRaw(path).transform(tree)
+
+
+def _read_p4_16(text: str, path: str) -> Spec:
+    """A P4_16 spec, or a whole program: what a spec does not need is skipped first, with notes."""
+    program = skip_declarations(text, path)
+    body = program.text
+    notes = skip_notes(program.skipped)
+    if len(program.parsers) > 1:
+        body, parser_notes = _one_parser(body, program.parsers, path)
+        notes += parser_notes
+    builder = _Builder(path)
+    builder.full_program = bool(notes)
+    builder.notes = notes
+    return builder.build(_raw_items(body, path))
+
+
+def _one_parser(text: str, parsers: list[Declaration], path: str) -> tuple[str, list[tuple[SourceLocation, str]]]:
+    """Keep the parser whose out parameter is the headers struct; blank the others (with a note).
+
+    The structs are read from the program without its parsers, so that a parser p4sub will not
+    read (an egress parser with externs in it) cannot stop the choice.
+    """
+    without = text
+    for parser in parsers:
+        without = blank(without, parser.start, parser.end)
+    items = _raw_items(without, path)
+    header_names = {i.name for i in items if isinstance(i, RawCompound) and i.kind == "header"}
+    header_structs: dict[str, bool] = {}
+    previous: Any = None
+    for item in items:
+        if isinstance(item, RawCompound) and item.kind == "struct" and any(
+                m.type.kind == "named" and m.type.name in header_names for m in item.members):
+            marked = any(a.name == "headers" for a in item.annotations) or \
+                (isinstance(previous, RawAnnotation) and previous.name == "headers")
+            header_structs[item.name] = marked
+        previous = item
+    chosen, error = choose_parser(parsers, header_structs, HEADERS_NAMES)
+    if error is not None:
+        raise error
+    if chosen is None:
+        return text, []  # none writes a headers struct: the builder says so
+    notes = []
+    for parser in parsers:
+        if parser is not chosen:
+            text = blank(text, parser.start, parser.end)
+            notes.append((parser.location, f"skipped parser {parser.name} (p4sub reads one parser: {chosen.name}, "
+                                           f"whose out parameter is the headers struct)"))
+    return text, notes
 
 
 @lru_cache(maxsize=4096)
@@ -175,6 +251,12 @@ class _Builder:
         self.hdr_param = ""
         self.packet_param = ""
         self.other_params: list[str] = []
+        # set by the P4_14 reader and the whole-program skipper
+        self.version = "P4_16"
+        self.metadata_names: dict[str, str] = {}
+        self.notes: list[tuple[SourceLocation, str]] = []
+        self.full_program = False  # declarations were skipped: unneeded types that fail become notes
+        self.deferred: list[tuple[RawCompound, list[P4subError]]] = []
 
     def error(self, message: str, location: SourceLocation | None) -> None:
         self.errors.append(SpecError(message, location))
@@ -190,6 +272,7 @@ class _Builder:
             if isinstance(item, RawDirective):
                 self._directive(item)
                 continue
+            before = len(self.errors)
             if isinstance(item, RawConst):
                 self._const(item)
             elif isinstance(item, RawTypedef):
@@ -198,7 +281,9 @@ class _Builder:
                 item.preceding = pending
                 self.annotations.extend(item.annotations)
                 self._compound(item)
-            elif isinstance(item, RawParser):
+            if self.full_program and isinstance(item, (RawConst, RawTypedef, RawCompound)):
+                self._defer(item, before)
+            if isinstance(item, RawParser):
                 self.annotations.extend(item.annotations)
                 self._declare(item.name, item.location)
                 self.parsers.append(item)
@@ -211,12 +296,25 @@ class _Builder:
                 self.error(f"a spec file holds one parser; {extra.name!r} is a second one (the first is "
                            f"{first.name!r} at {first.location})", extra.location)
         parser = self.parsers[0] if self.parsers else None
-        headers_struct = self._headers_struct(parser)
+        pragma_only = parser is None and not self.header_types and not self.structs and any(
+            a.name.startswith("query_") for a in self.annotations)
+        if pragma_only:  # Camus's include-mode specs: only @pragma query_* lines
+            types, self.instances = synthesize_headers(self.annotations, self.errors)
+            raise_all(self.errors)  # a field left out for want of a width would be reported again below
+            self.header_types.update(types)
+            headers_struct = "headers"
+        else:
+            headers_struct = self._headers_struct(parser)
+            self._settle_deferred(headers_struct)
         states: dict[str, ParserState] = {}
         if parser is not None and headers_struct:
             states = self._parse_graph(parser)
-        query_fields, counters, actions = self._annotations()
+        metadata_names = {name: "a parameter of the parser (metadata)" for name in self.other_params}
+        metadata_names.update(self.metadata_names)
+        context = AnnotationContext(self.instances, self.header_types, self.hdr_param or "hdr", metadata_names)
+        found = read_annotations(self.annotations, context, self.errors)
         raise_all(self.errors)
+        notes = [*self.notes, *found.notes]
         return Spec(
             path=self.path,
             includes=tuple(self.includes),
@@ -228,10 +326,44 @@ class _Builder:
             parser_name=parser.name if parser else "",
             parser_states=states,
             start_state="start",
-            query_fields=query_fields,
-            counters=counters,
-            actions=actions,
+            query_fields=found.query_fields,
+            counters=found.counters,
+            actions=found.actions,
+            version=self.version,
+            pragma_only=pragma_only,
+            default_action=found.default_action,
+            default_action_location=found.default_action_location,
+            notes=tuple(f"{loc}: note: {message}" for loc, message in sorted(notes, key=lambda n: n[0])),
         )
+
+    def _defer(self, item: RawConst | RawTypedef | RawCompound, before: int) -> None:
+        """In a whole program, a declaration p4sub cannot read may be one the spec does not need.
+
+        Its errors are held back: a const or typedef becomes a note at once (a later use is an
+        "unknown" error anyway); a header or struct waits until the headers struct is known, and
+        is an error only if that struct uses it (:meth:`_settle_deferred`).
+        """
+        held = [e for e in self.errors[before:] if not e.message.startswith("duplicate")]
+        if not held:
+            return
+        self.errors[before:] = [e for e in self.errors[before:] if e not in held]
+        if isinstance(item, RawCompound):
+            self.deferred.append((item, held))
+            return
+        what = "const" if isinstance(item, RawConst) else "typedef"
+        self.notes.append((item.location, f"skipped {what} {item.name}: {held[0].message} (a spec needs it only if "
+                                          f"the headers or the parser use it)"))
+
+    def _settle_deferred(self, headers_struct: str) -> None:
+        used = {headers_struct, *(inst.type_name for inst in self.instances.values())}
+        for item, held in self.deferred:
+            if item.name in used:
+                self.errors.extend(held)
+                continue
+            self.header_types.pop(item.name, None)
+            self.structs.pop(item.name, None)
+            self.notes.append((item.location, f"skipped {item.kind} {item.name}: {held[0].message} (the headers "
+                                              f"struct does not use it)"))
 
     def _declare(self, name: str, location: SourceLocation) -> bool:
         if name in self.declared:
@@ -715,150 +847,6 @@ class _Builder:
         if isinstance(raw, ex.Binary):
             return ex.Binary(raw.op, self.plain_expression(raw.left), self.plain_expression(raw.right), raw.location)
         return self._resolve(raw, header_refs=False)
-
-    # -- annotations --------------------------------------------------------------------------------
-    def _annotations(self) -> tuple[dict[str, QueryField], dict[str, Counter], dict[str, UserAction]]:
-        fields: dict[str, QueryField] = {}
-        counters: dict[str, Counter] = {}
-        actions: dict[str, UserAction] = {}
-        for ann in self.annotations:
-            try:
-                if ann.name in QUERY_FIELD_KINDS:
-                    qf = self._query_field(ann)
-                    if qf.name in fields:
-                        raise SpecError(f"{qf.name} is annotated twice (first at {fields[qf.name].location})",
-                                        ann.location)
-                    fields[qf.name] = qf
-                elif ann.name == "query_counter":
-                    counter = self._query_counter(ann)
-                    if counter.name in counters:
-                        raise SpecError(f"duplicate counter {counter.name!r} (first at "
-                                        f"{counters[counter.name].location})", ann.location)
-                    counters[counter.name] = counter
-                elif ann.name == "query_action":
-                    action = self._query_action(ann)
-                    if action.name in actions:
-                        raise SpecError(f"duplicate action {action.name!r} (first at {actions[action.name].location})",
-                                        ann.location)
-                    actions[action.name] = action
-                elif ann.name == "headers" and not ann.pragma:
-                    if ann.args:
-                        raise SpecError("@headers takes no arguments", ann.location)
-                elif ann.name in IGNORED_ANNOTATIONS and not ann.pragma:
-                    pass
-                else:
-                    raise SpecError(self._unknown_annotation(ann), ann.location)
-            except SpecError as exc:
-                self.errors.append(exc)
-        return fields, counters, actions
-
-    def _unknown_annotation(self, ann: RawAnnotation) -> str:
-        spelled = f"@pragma {ann.name}" if ann.pragma else f"@{ann.name}"
-        if ann.pragma:
-            return (f"{spelled} is not supported in a spec file (@pragma is read for query_field..., query_counter"
-                    f"){_did_you_mean(ann.name, QUERY_ANNOTATIONS)}")
-        known = [*QUERY_ANNOTATIONS, "headers"]
-        return (f"unknown annotation {spelled}{_did_you_mean(ann.name, known)} (a spec file reads @query_field, "
-                f"@query_field_exact/_range/_lpm/_ternary, @query_counter, @query_action and @headers; it ignores "
-                f"{', '.join('@' + a for a in IGNORED_ANNOTATIONS)})")
-
-    def _query_field(self, ann: RawAnnotation) -> QueryField:
-        spelled = f"@{ann.name}"
-        args = ann.args or []
-        if not args or args[0].kind != "expr" or not isinstance(args[0].value, RawRef):
-            raise SpecError(f"{spelled} needs the field it makes queryable: {spelled}(header.field)", ann.location)
-        ref = args[0].value
-        parts = ref.path.parts
-        if not all(isinstance(p, str) for p in parts) or len(parts) != 2:
-            text = path_text(ref.path)
-            if len(parts) == 3 and parts[0] in (self.hdr_param or "hdr", "hdr") and all(isinstance(p, str) for p in parts):
-                raise SpecError(f"{spelled}({text}): name the header instance without the '{parts[0]}.' prefix: "
-                                f"{spelled}({parts[1]}.{parts[2]})", ref.location)
-            raise SpecError(f"{spelled}({text}): a query field is header.field (the header instance name, then the "
-                            f"field)", ref.location)
-        inst_name, field_name = parts
-        inst = self.instances.get(inst_name)
-        if inst is None:
-            by_type = [i.name for i in self.instances.values() if i.type_name == inst_name]
-            if by_type:
-                raise SpecError(f"{spelled}({inst_name}.{field_name}): {inst_name} is a header type; query fields name "
-                                f"the instance: {by_type[0]}.{field_name}", ref.location)
-            raise SpecError(f"{spelled}({inst_name}.{field_name}): unknown header instance {inst_name!r}"
-                            f"{_did_you_mean(inst_name, self.instances)}", ref.location)
-        htype = self.header_types[inst.type_name]
-        fdef = htype.field(field_name)
-        if fdef is None:
-            raise SpecError(f"{spelled}({inst_name}.{field_name}): header {inst_name} ({inst.type_name}) has no field "
-                            f"{field_name!r}{_did_you_mean(field_name, [f.name for f in htype.fields])}", ref.location)
-        name = f"{inst_name}.{field_name}"
-        scale, is_string, width = 0, False, None
-        for arg in args[1:]:
-            if arg.kind == "expr" and isinstance(arg.value, RawRef) and path_text(arg.value.path) == "string":
-                is_string = True
-            elif arg.kind == "expr" and isinstance(arg.value, ex.Num):
-                width = arg.value.value
-            elif arg.kind == "keyword" and arg.key in ("scale", "width") and isinstance(arg.value, ex.Num):
-                if arg.key == "scale":
-                    scale = arg.value.value
-                else:
-                    width = arg.value.value
-            else:
-                raise SpecError(f"{spelled}({name}, ...): unknown argument; expected a width (e.g. {fdef.width}), "
-                                f"scale=N or string", arg.location)
-        if width is not None and width != fdef.width:
-            raise SpecError(f"{spelled}({name}, {width}): width {width} does not match the declared width of {name} "
-                            f"(bit<{fdef.width}> in {inst.type_name})", ann.location)
-        if not 0 <= scale <= MAX_SCALE:
-            raise SpecError(f"{spelled}({name}, scale={scale}): scale is a number of decimal digits, 0 to {MAX_SCALE}",
-                            ann.location)
-        if is_string and scale:
-            raise SpecError(f"{spelled}({name}): a field cannot be both a string and scaled", ann.location)
-        if is_string and fdef.width % 8:
-            raise SpecError(f"{spelled}({name}, string): a string field needs a whole number of bytes; {name} is "
-                            f"{fdef.width} bits", ann.location)
-        return QueryField(name, fdef.width, QUERY_FIELD_KINDS[ann.name], scale, is_string, ann.location)
-
-    def _query_counter(self, ann: RawAnnotation) -> Counter:
-        usage = "@query_counter(name, window_us, slots)"
-        args = ann.args or []
-        positional = [a for a in args if a.kind != "keyword"]
-        keywords = {a.key: a for a in args if a.kind == "keyword"}
-        if len(positional) != 3 or set(keywords) - {"width"}:
-            raise SpecError(f"{usage} takes a name, a window in microseconds and a number of slots", ann.location)
-        name_arg, *numbers = positional
-        if not (name_arg.kind == "expr" and isinstance(name_arg.value, RawRef) and len(name_arg.value.path.parts) == 1):
-            raise SpecError(f"{usage}: the first argument is the counter's name", name_arg.location)
-        name = path_text(name_arg.value.path)
-        values = []
-        for arg, what in zip(numbers, ("window_us", "slots")):
-            if not (arg.kind == "expr" and isinstance(arg.value, ex.Num)) or arg.value.value <= 0:
-                raise SpecError(f"{usage}: {what} must be a positive integer", arg.location)
-            values.append(arg.value.value)
-        width = 32
-        if "width" in keywords:
-            arg = keywords["width"]
-            if not isinstance(arg.value, ex.Num) or not 0 < arg.value.value <= 64:
-                raise SpecError(f"{usage}: width must be 1 to 64 bits", arg.location)
-            width = arg.value.value
-        if name in self.instances:
-            raise SpecError(f"counter {name!r} has the name of a header instance", ann.location)
-        return Counter(name, values[0], values[1], width, ann.location)
-
-    def _query_action(self, ann: RawAnnotation) -> UserAction:
-        usage = "@query_action(name, width, ...)"
-        args = ann.args or []
-        if not args or args[0].kind != "expr" or not isinstance(args[0].value, RawRef) or \
-                len(args[0].value.path.parts) != 1:
-            raise SpecError(f"{usage}: the first argument is the action's name", ann.location)
-        name = path_text(args[0].value.path)
-        if name in ("fwd", "drop"):
-            raise SpecError(f"{usage}: {name!r} is built in", ann.location)
-        widths = []
-        for arg in args[1:]:
-            if not (arg.kind == "expr" and isinstance(arg.value, ex.Num)) or not 0 < arg.value.value <= ex.MAX_WIDTH:
-                raise SpecError(f"{usage}: argument widths are positive integers (bits)", arg.location)
-            widths.append(arg.value.value)
-        return UserAction(name, tuple(widths), ann.location)
 
 
 def _walk(expr: ex.Expr) -> Iterable[ex.Expr]:

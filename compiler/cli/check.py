@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import defaultdict
 
 from compiler.cli import add_command
@@ -24,6 +25,8 @@ def run(args: argparse.Namespace) -> int:
     from compiler.spec_reader import read_spec
 
     spec = read_spec(args.spec)
+    for note in spec.notes:  # what a whole program held that a spec does not need
+        print(note, file=sys.stderr)
     typed = check_rules(read_rules(args.rules), spec, port_bits=args.port_bits)
     constants: dict[str, set[str]] = defaultdict(set)
     for rule in typed.rules:
