@@ -100,6 +100,8 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     if delivery not in DELIVERIES:
         raise P4subError(f"delivery {delivery!r}: expected one of {', '.join(DELIVERIES)}")
     stacks = stacked_query_headers(spec, typed)
+    if delivery == "auto" and spec.default_action:
+        delivery = "groups"  # whether any rule matched is known only in one lane (compiler.tables)
     if delivery == "auto" and stacks and (options.lanes or 1) == 1:
         # Both backends evaluate a stack's messages one by one into port sets, with groups only; an
         # explicit bitmap request compiles (the model runs it) and the backends refuse to render it.

@@ -126,11 +126,19 @@ class _Slicer:
         self.control: list[str] = []
         self.attributes: dict[str, dict] = {}
         self.empty_leaf = next((n for n, a in diagram.leaves.items() if a.is_empty and n in self.state_of), None)
+        # The spec's @query_default_action runs for packets no rule gives anything: they must end in
+        # the empty leaf's state (no transition left out to save an entry), which calls it.
+        self.no_match_call = spec.default_action if spec is not None else None
+        if self.no_match_call and self.delivery is not None:
+            raise CompileError(f"@query_default_action({self.no_match_call}) needs --delivery groups (one lane: "
+                               "whether any rule matched is known only where every rule's outcome meets)",
+                               spec.default_action_location)
         # An edge goes to a target: (child node, emitted port set id); targets are numbered so that
         # the miss-default and ORTC logic can treat them as plain labels.
         self.targets: list[tuple[int, int]] = []
         self.target_of: dict[tuple[int, int], int] = {}
-        self.no_entry = self.target(self.empty_leaf, 0) if self.empty_leaf is not None else None
+        self.no_entry = (self.target(self.empty_leaf, 0) if self.empty_leaf is not None and not self.no_match_call
+                         else None)
         self._bitmaps: dict[int, int] = {}
         self._bit_index = {p: i for i, p in enumerate(self.delivery.ports)} if self.delivery else {}
 
@@ -328,6 +336,9 @@ class _Slicer:
     # -- leaves -----------------------------------------------------------------------------
     def leaf_tables(self) -> tuple[ir.MulticastGroup, ...]:
         leaves = [(self.state(n), self.d.leaves[n]) for n in self.state_of if n in self.d.leaves]
+        if self.no_match_call:
+            leaves = [(s, a if not a.is_empty else ActionSet(calls=frozenset({(self.no_match_call, ())})))
+                      for s, a in leaves]
         bitmap = self.delivery is not None
         port_sets = [] if bitmap else sorted({tuple(sorted(a.ports)) for _, a in leaves if len(a.ports) > 1})
         group_of = {ports: i + 1 for i, ports in enumerate(port_sets)}

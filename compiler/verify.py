@@ -491,6 +491,13 @@ def verify(pipeline: ir.Pipeline, typed: TypedRules) -> Verdict:
     order = [f for f in pipeline.field_order if f in bounds] + sorted(f for f in bounds if f not in pipeline.field_order)
     enc = Encoder({f: bounds[f] for f in order})
     want = rules_outputs(enc, typed)
+    name = typed.spec.default_action if typed.spec is not None else None
+    if name:  # @query_default_action: the tables give it to the packets they evaluate and no rule matches
+        matched = functools.reduce(operator.or_, want.values(), enc.bdd.false)
+        read = [headers_read(rule, typed.spec) for rule in typed.rules]
+        evaluated = functools.reduce(operator.and_, (enc.intervals(_valid_var(h), [(1, 1)])
+                                                     for h in set.intersection(*read)), enc.bdd.true) if read else enc.bdd.true
+        want[("call", name, ())] = want.get(("call", name, ()), enc.bdd.false) | (evaluated & ~matched)
     default = default_of(pipeline)
     if default.kind == "fwd":  # asked for: packets that carry no header any rule reads leave on that port
         u = ~_rules_look_at(enc, typed)
