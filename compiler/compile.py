@@ -96,6 +96,7 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     """Type-check, build the diagram(s), slice them into tables; timing covers all of it."""
     start = time.perf_counter()
     typed = check_rules(rules, spec, port_bits=options.port_bits)
+    spec = typed.spec  # with the actions a pragma-only spec's rules call (compiler.typecheck)
     delivery = options.delivery
     if delivery not in DELIVERIES:
         raise P4subError(f"delivery {delivery!r}: expected one of {', '.join(DELIVERIES)}")

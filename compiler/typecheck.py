@@ -6,6 +6,7 @@ All errors of a file are collected and reported together (up to a limit), each w
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -13,7 +14,7 @@ from decimal import Decimal
 from compiler import rules as ast
 from compiler.errors import P4subError, SourceLocation, TypeCheckError, raise_all
 from compiler import validity
-from compiler.spec import QueryField, Spec
+from compiler.spec import QueryField, Spec, UserAction
 from compiler.values import encode_string, scale_decimal, string_prefix_range
 
 AGGREGATE_WIDTH = 32
@@ -56,6 +57,12 @@ def check_rules(rules: ast.RuleSet, spec: Spec, *, port_bits: int = V1MODEL_PORT
     raise_all(checker.errors)
     order = {name: i for i, name in enumerate(spec.query_fields)}
     fields = dict(sorted(checker.fields.items(), key=lambda kv: (order.get(kv[0], len(order)), checker.first_use[kv[0]])))
+    if checker.inferred:  # the pipeline's spec declares them, so that every later reader agrees
+        spec = dataclasses.replace(spec, actions={**spec.actions, **checker.inferred},
+                                   notes=spec.notes + tuple(f"{a.location or spec.path}: note: action {a.name} is not "
+                                                            f"declared; its arguments are taken as {list(a.arg_widths)} "
+                                                            f"bits (declare @query_action({a.name}, ...) to fix them)"
+                                                            for a in checker.inferred.values()))
     valid = validity.plan(rules, spec)
     return TypedRules(rules, fields, spec, valid.guard, valid.fields, valid.per_rule, valid.queried)
 
@@ -68,6 +75,7 @@ class _Checker:
         self.fields: dict[str, QueryField] = {}
         self.first_use: dict[str, int] = {}
         self._known = spec.all_fields()
+        self.inferred: dict[str, UserAction] = {}  # undeclared actions of a pragma-only spec
 
     def error(self, message: str, location: SourceLocation | None) -> None:
         self.errors.append(TypeCheckError(message, location))
@@ -90,6 +98,10 @@ class _Checker:
                     self.error(f"port {port} is out of range: ports are {self.port_bits}-bit (0..{limit})", loc)
         elif isinstance(action, ast.Call):
             decl = self.spec.actions.get(action.name)
+            if decl is None and self.spec.pragma_only:
+                decl = self.infer(action, loc)
+                if decl is None:
+                    return
             if decl is None:
                 known = ["fwd", "drop", *self.spec.actions]
                 self.error(f"unknown action {action.name!r}{_did_you_mean(action.name, known)}"
@@ -102,6 +114,30 @@ class _Checker:
                 problem = _argument_problem(arg, width)
                 if problem:
                     self.error(f"argument {arg} of {action.name!r} {problem}", getattr(arg, "location", None) or loc)
+
+    def infer(self, action: ast.Call, loc: SourceLocation | None) -> UserAction | None:
+        """An undeclared action in a pragma-only spec: the user's own program defines it (Camus's
+        ``answerDNS(10.0.0.97)``), so its argument widths come from the calls: an address its width,
+        an integer 32 bits (64 when larger). A later call with a wider argument widens it."""
+        widths = []
+        for arg in action.args:
+            if isinstance(arg, ast.IPAddress):
+                widths.append(arg.width)
+            elif isinstance(arg, ast.MACAddress):
+                widths.append(48)
+            elif isinstance(arg, ast.Number) and not isinstance(arg.value, Decimal) and arg.value < 1 << 128:
+                widths.append(32 if arg.value < 1 << 32 else 64 if arg.value < 1 << 64 else 128)
+            else:
+                self.error(f"argument {arg} of {action.name!r}: an undeclared action takes integers or addresses", loc)
+                return None
+        old = self.inferred.get(action.name)
+        if old is not None and len(old.arg_widths) != len(widths):
+            self.error(f"action {action.name!r} is called with {len(old.arg_widths)} and {len(widths)} arguments", loc)
+            return None
+        if old is not None:
+            widths = [max(a, b) for a, b in zip(old.arg_widths, widths)]
+        decl = self.inferred[action.name] = UserAction(action.name, tuple(widths), loc)
+        return decl
 
     # -- attributes -------------------------------------------------------------------------
     def attribute(self, attr: ast.Attribute) -> QueryField | None:

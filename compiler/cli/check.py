@@ -25,9 +25,9 @@ def run(args: argparse.Namespace) -> int:
     from compiler.spec_reader import read_spec
 
     spec = read_spec(args.spec)
-    for note in spec.notes:  # what a whole program held that a spec does not need
-        print(note, file=sys.stderr)
     typed = check_rules(read_rules(args.rules), spec, port_bits=args.port_bits)
+    for note in typed.spec.notes:  # what a whole program held that a spec does not need, inferred actions
+        print(note, file=sys.stderr)
     constants: dict[str, set[str]] = defaultdict(set)
     for rule in typed.rules:
         for cmp in comparisons(rule.filter):

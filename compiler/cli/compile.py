@@ -139,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
         options = replace(options, tables=backend.compile_options(spec, options.tables))  # the target's encodings
     rules = read_rules(args.rules)
     compiled = compile_rules(spec, rules, options)
+    for note in compiled.typed.spec.notes:  # what the spec reader skipped, actions inferred from the rules
+        print(note, file=sys.stderr)
     emit_options = (backend.options_from_args(args),) if backend is not None and hasattr(backend, "options_from_args") else ()
     refusals: list[str] = []
     rendered = None

@@ -75,3 +75,23 @@ def test_simulate_prints_the_user_actions_a_packet_triggers(tmp_path):
     lines = [json.loads(x) for x in done.stdout.splitlines()]
     assert lines == [{"ports": [], "calls": [{"action": "answer", "args": [0x0A000061]}]},
                      {"ports": [], "calls": [{"action": "notfound", "args": []}]}]
+
+
+def test_a_pragma_only_spec_takes_undeclared_actions_with_widths_from_the_calls():
+    """Camus's coexistence DNS rules call answerDNS(10.0.0.97), an action only the user's program
+    defines: p4sub reads its argument widths from the calls and says so."""
+    from compiler.errors import TypeCheckError
+    from compiler.typecheck import check_rules
+
+    spec = parse_spec("@pragma query_field_exact(dns_query.label, 32)\n", "dns.p4")
+    typed = check_rules(parse_rules('dns_query.label = "a" : reply(10.0.0.97, 7);\n'
+                                    'dns_query.label = "b" : reply(1, 5000000000);'), spec)
+    assert typed.spec.actions["reply"].arg_widths == (32, 64)
+    assert any("reply is not declared" in n for n in typed.spec.notes)
+    c = compile_rules(spec, parse_rules('dns_query.label = "a" : reply(10.0.0.97);'))
+    assert verify(c.pipeline, c.typed).equivalent
+    with pytest.raises(TypeCheckError, match="called with 1 and 2 arguments"):
+        check_rules(parse_rules('dns_query.label = "a" : reply(1);\ndns_query.label = "b" : reply(1, 2);'), spec)
+    declared = parse_spec("header h_t { bit<32> label; }\nstruct headers { h_t h; }\n@query_field(h.label)\n", "d.p4")
+    with pytest.raises(TypeCheckError, match="unknown action 'reply'"):
+        check_rules(parse_rules("h.label == 1 : reply(1);"), declared)
