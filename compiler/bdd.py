@@ -153,15 +153,9 @@ def default_field_order(cubes: Sequence[Cube], fields: dict[str, QueryField]) ->
 
     used = [n for n in fields if distinct[n] and not validity.is_validity(n)]
     order = sorted(used, key=lambda n: (not exact_only(n), fields[n].match_kind == "lpm", len(distinct[n]), spec_order[n]))
-    # A header's validity right before its first field: the diagram splits on a protocol only where
-    # its fields start to matter, instead of multiplying every combination of headers at the root.
-    out: list[str] = []
-    for n in order:
-        v = validity.field_name(n.split(".", 1)[0])
-        if v in distinct and distinct[v] and v not in out:
-            out.append(v)
-        out.append(n)
-    return [v for v in fields if validity.is_validity(v) and distinct[v] and v not in out] + out
+    # Header validity first: the tables fold those 1-bit levels into one table, one stage
+    # (compiler.tables), and the fields below see only the protocols the packet carries.
+    return [v for v in fields if validity.is_validity(v) and distinct[v]] + order
 
 
 def build(typed: TypedRules, *, field_order: Sequence[str] | None = None, dnf_limit: int = DEFAULT_LIMIT,
@@ -222,6 +216,8 @@ def _atomic_actions(rule) -> tuple:
 
 
 def _resolve_order(field_order: Sequence[str] | None, cubes: list[Cube], fields: dict[str, QueryField]) -> list[str]:
+    """The order to build in: ``field_order`` first (the rest in the default order), header validity
+    fields always ahead of the others (the tables fold them into one stage: compiler.tables)."""
     auto = default_field_order(cubes, fields)
     if not field_order:
         return auto
@@ -230,7 +226,8 @@ def _resolve_order(field_order: Sequence[str] | None, cubes: list[Cube], fields:
         raise CompileError(f"--field-order names {', '.join(unknown)}, which no rule tests "
                            f"(fields tested: {', '.join(fields) or 'none'})")
     used = set(auto)  # a lane tests only some fields: the order keeps those
-    return [f for f in field_order if f in used] + [f for f in auto if f not in field_order]
+    order = [f for f in field_order if f in used] + [f for f in auto if f not in field_order]
+    return [f for f in order if validity.is_validity(f)] + [f for f in order if not validity.is_validity(f)]
 
 
 class _Builder:

@@ -203,6 +203,38 @@ class Spec:
         fdef = htype.field(field_name) if htype else None
         return fdef.width if fdef else None
 
+    def implied_headers(self) -> dict[str, frozenset[str]]:
+        """For each header instance the parser extracts, the headers it always extracts before it:
+        whenever ``h`` is valid, every header of ``implied_headers()[h]`` is too (an ITCH Add Order
+        implies its IPv4 and UDP headers). Forward must-analysis over the parse graph: a state is
+        entered with what every path to it extracted."""
+        states = self.parser_states
+        if self.start_state not in states:
+            return {}
+        everything = frozenset(h.name for h in self.headers)
+        must: dict[str, frozenset[str]] = {self.start_state: frozenset()}
+        work = [self.start_state]
+        while work:
+            name = work.pop()
+            state = states[name]
+            out = must[name] | {st.header for st in state.statements if isinstance(st, Extract)}
+            for case in state.cases:
+                nxt = case.next_state
+                if nxt not in states:
+                    continue  # accept, reject
+                new = must.get(nxt, everything) & out
+                if must.get(nxt) != new:
+                    must[nxt] = new
+                    work.append(nxt)
+        implied: dict[str, frozenset[str]] = {}
+        for name, before in must.items():
+            seen = set(before)
+            for st in states[name].statements:
+                if isinstance(st, Extract):
+                    implied[st.header] = implied.get(st.header, frozenset(seen)) & frozenset(seen)
+                    seen.add(st.header)
+        return {h: hs - {h} for h, hs in implied.items()}
+
     def all_fields(self) -> list[str]:
         """Every ``header.field`` reference the spec declares (for "did you mean" suggestions)."""
         out = []

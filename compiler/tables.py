@@ -17,12 +17,13 @@ index of its elementary interval first, and the state table matches the small co
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from compiler import ir
+from compiler import ir, validity
 from compiler.bdd import Diagram
 from compiler.dnf import ActionSet
 from compiler.errors import CompileError
@@ -175,10 +176,26 @@ class _Slicer:
         for node in self.state_of:
             if node in self.d.nodes:
                 by_level.setdefault(self.d.nodes[node].level, []).append(node)
-        for level, info in enumerate(self.d.fields):
+        fields = self.d.fields
+        level = 0
+        while level < len(fields):
+            run = level
+            while run < len(fields) and validity.is_validity(fields[run].name):
+                run += 1
+            if run - level >= 2:  # consecutive validity levels: one table, one stage
+                inside = {n for lv in range(level, run) for n in by_level.get(lv, [])}
+                # A node inside the run is a packet's state only when a node outside it (or the
+                # start) leads to it; the others are passed through within the one table.
+                entered = {n for n in self.state_of if n in self.d.nodes and n not in inside
+                           for _, _, n2 in self.d.nodes[n].edges for n in [n2] if n in inside}
+                entered |= {self.d.root} & inside
+                self.validity_stage(level, run, sorted(entered, key=self.state))
+                level = run
+                continue
             nodes = by_level.get(level, [])
             if nodes:
-                self.stage(info, nodes)
+                self.stage(fields[level], nodes)
+            level += 1
         groups = self.leaf_tables()
         actions = self.action_defs()
         sized = tuple(self._sized(t) for t in self.tables)
@@ -242,6 +259,40 @@ class _Slicer:
                         self.add(base, (ir.Exact(s), ir.Ternary(value, mask)), child, priority=plen + 1)
             if default != self.no_entry:
                 self.add(miss, (ir.Exact(s),), default)
+
+    def validity_stage(self, first: int, end: int, nodes: list[int]) -> None:
+        """Levels ``first``..``end - 1``, all header validity bits, as one exact table keyed by the
+        state and every bit: per node, each assignment of the bits leads through the levels to the
+        node below them (a bit above the node's own level, or one its path skips, takes both values).
+        2^k entries per node for k bits, in one stage instead of k."""
+        infos = self.d.fields[first:end]
+        name = self.named("valid_" + "_".join(sanitize(validity.header_of_validity(i.name)) for i in infos))
+        state_key = ir.Key(self.state_field, self.state_width, "exact")
+        keys = (state_key,) + tuple(ir.Key(i.name, 1, "exact") for i in infos)
+        self.tables.append(ir.Table(name, keys, self.transition_actions(), "NoAction", role="field",
+                                    attribute=",".join(i.name for i in infos)))
+        self.control.append(name)
+        for info in infos:
+            self.attributes[info.name] = {"width": 1, "match_kind": "exact", "scale": 0, "is_string": False,
+                                          "table": name}
+        for node in nodes:
+            for bits in itertools.product((0, 1), repeat=end - first):
+                child, emitted = node, set()
+                while child in self.d.nodes and self.d.nodes[child].level < end:
+                    n = self.d.nodes[child]
+                    i = self.d.edge_index(child, bits[n.level - first])
+                    if n.emits and n.emits[i]:
+                        emitted |= self.d.emissions[n.emits[i]]
+                    child = n.edges[i][2]
+                if child == node:
+                    continue
+                matches = (ir.Exact(self.state(node)),) + tuple(ir.Exact(b) for b in bits)
+                if emitted:
+                    bitmap = sum(1 << self._bit_index[p] for p in emitted)
+                    self.entries.append(ir.Entry(name, matches, self.named("set_state_ports"),
+                                                 (self.state(child), bitmap)))
+                elif self.no_entry is None or (child, 0) != self.targets[self.no_entry]:
+                    self.entries.append(ir.Entry(name, matches, self.named("set_state"), (self.state(child),)))
 
     def transition_actions(self) -> tuple[str, ...]:
         if self.delivery is None:

@@ -8,10 +8,14 @@ not there, or refuse every packet that lacks a header some *other* rule reads.
 How it compiles:
 
 * the **guard** is the set of headers every rule reads: a packet without one of them matches no
-  rule, so the tables need not run (the program tests them in one ``if``, as before);
+  rule, so the tables need not run (the program tests them in one ``if``, as before). Headers the
+  spec's parser always extracts before a guard header (``Spec.implied_headers``: IPv4 before an
+  ITCH Add Order) join it: they are valid whenever it is;
 * each other header a rule reads becomes a 1-bit **validity field** ``h.$valid`` of the diagram,
-  and the rule's cubes require it to be 1. Headers no rule needs beyond the guard cost nothing: a
-  rule set over one protocol compiles exactly as it did without this module.
+  and the rule's cubes require it to be 1, unless another header the rule reads implies it. Headers
+  no rule needs beyond the guard cost nothing: a rule set over one protocol compiles exactly as it
+  did without this module. The compiler orders validity fields first and the tables fold them into
+  one table (compiler.tables).
 
 Only scalar headers get validity fields. The rows of a header stack are its messages (one row per
 element the parser extracted), so a stacked header is valid in every row by construction; a stack
@@ -68,12 +72,24 @@ class Plan:
 def plan(rules: ast.RuleSet, spec: Spec) -> Plan:
     """The guard (headers every rule reads, spec order) and a validity field per other scalar header."""
     order = {h.name: i for i, h in enumerate(spec.headers)}
+    implied = spec.implied_headers()  # h valid => implied[h] valid, by the spec's parser
     read = [rule_headers(r, spec) for r in rules]
+    union = frozenset().union(*read)
     common = frozenset.intersection(*read) if read else frozenset()
-    stacked = {h for hs in read for h in hs if spec.header(h).stack_size}
-    guard = tuple(sorted(common | stacked, key=order.__getitem__))
-    extra = sorted({h for hs in read for h in hs} - set(guard), key=order.__getitem__)
-    fields = {field_name(h): QueryField(field_name(h), 1, "exact") for h in extra}
-    per_rule = tuple(tuple(field_name(h) for h in sorted(hs - set(guard), key=order.__getitem__)) for hs in read)
-    queried = tuple(sorted({h for hs in read for h in hs}, key=order.__getitem__))
+    stacked = {h for h in union if spec.header(h).stack_size}
+    guard_set = common | stacked
+    # Headers the guard's headers imply are valid under the guard anyway.
+    guard_set |= union & frozenset().union(*(implied.get(g, frozenset()) for g in guard_set))
+    guard = tuple(sorted(guard_set, key=order.__getitem__))
+
+    def required(hs: frozenset[str]) -> list[str]:
+        """What a rule must test: its headers, less the guard's and those another of them implies."""
+        left = hs - guard_set
+        return sorted((h for h in left if not any(h in implied.get(g, ()) for g in left if g != h)),
+                      key=order.__getitem__)
+
+    per_rule = tuple(tuple(field_name(h) for h in required(hs)) for hs in read)
+    fields = {f: QueryField(f, 1, "exact") for f in sorted({f for fs in per_rule for f in fs},
+                                                           key=lambda f: order[header_of_validity(f)])}
+    queried = tuple(sorted(union, key=order.__getitem__))
     return Plan(guard, fields, per_rule, queried)

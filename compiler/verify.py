@@ -234,6 +234,26 @@ def _valid_var(header: str) -> str:
     return header + ".$valid"
 
 
+def _parsable(enc: Encoder, pipeline: ir.Pipeline) -> Any:
+    """The validity combinations the spec's parser can produce: a header is valid only with the
+    headers it always extracts first (``Spec.implied_headers``). The rows of a queried stack are its
+    messages, so what a stack element implies is valid in every row."""
+    spec = pipeline.spec
+    implied = spec.implied_headers()
+    rows_of = [g for g in pipeline.queried_headers() if spec.header(g) is not None and spec.header(g).stack_size]
+    u = enc.bdd.true
+    for g, before in implied.items():
+        for h in before:
+            if _valid_var(h) not in enc.domains:
+                continue
+            valid_h = enc.intervals(_valid_var(h), [(1, 1)])
+            if g in rows_of:
+                u &= valid_h
+            elif _valid_var(g) in enc.domains:
+                u &= ~enc.intervals(_valid_var(g), [(1, 1)]) | valid_h
+    return u
+
+
 def _rules_look_at(enc: Encoder, typed: TypedRules) -> Any:
     """The packets that carry a header some rule reads (a stack's rows, its messages, always do)."""
     spec = typed.spec
@@ -503,9 +523,10 @@ def verify(pipeline: ir.Pipeline, typed: TypedRules) -> Verdict:
         u = ~_rules_look_at(enc, typed)
         want[("port", default.port)] = want.get(("port", default.port), enc.bdd.false) | u
     got = _Run(enc, pipeline).outputs()
+    possible = enc.valid & _parsable(enc, pipeline)
     differences = []
     for o in sorted(set(want) | set(got), key=repr):
-        w, g = want.get(o, enc.bdd.false) & enc.valid, got.get(o, enc.bdd.false) & enc.valid
+        w, g = want.get(o, enc.bdd.false) & possible, got.get(o, enc.bdd.false) & possible
         if w != g:
             missing, extra = w & ~g, g & ~w
             differences.append(Difference(

@@ -180,3 +180,59 @@ def test_parse_default_names_what_it_accepts():
     for bad in ("fwd(512)", "forward", "fwd(-1)"):
         with pytest.raises(P4subError, match="--default"):
             parse_default(bad)
+
+
+# -- validity in the parse graph, and in one table ---------------------------------------------
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+def test_the_parser_decides_which_headers_imply_others():
+    from compiler.spec_reader import read_spec
+
+    spec = read_spec(ROOT / "examples/coexistence/coexistence.p4")
+    implied = spec.implied_headers()
+    assert implied["add_order"] >= {"ethernet", "ipv4", "udp", "mold_hdr"}
+    assert implied["int_hop_latency"] >= {"int_switch_id", "udp"}
+    assert "dns_query" not in implied["add_order"] and implied["ethernet"] == frozenset()
+
+
+def test_shipped_itch_rules_keep_a_guard_and_no_validity_table():
+    """ITCH rules read ipv4 or not, but an Add Order implies its IPv4 header: the guard holds both."""
+    from compiler.spec_reader import read_spec
+
+    spec = read_spec(ROOT / "apps/itch/itch.p4")
+    compiled = compile_rules(spec, parse_rules((ROOT / "apps/itch/rules.sub").read_text()))
+    assert compiled.pipeline.guard == ("ipv4", "add_order")
+    assert not any(k.field.endswith("$valid") for t in compiled.pipeline.tables for k in t.keys)
+
+
+def test_four_protocols_fold_their_validity_into_one_table_and_fit_exactly():
+    from compiler.spec_reader import read_spec
+
+    spec = read_spec(ROOT / "examples/coexistence/coexistence.p4")
+    compiled = compile_rules(spec, parse_rules((ROOT / "examples/coexistence/rules.sub").read_text()))
+    assert compiled.widening is None and not compiled.stats["budget_misses"]
+    valid_tables = [t for t in compiled.pipeline.tables if any(k.field.endswith("$valid") for k in t.keys)]
+    assert valid_tables
+    assert len(valid_tables) == len({t.lane for t in valid_tables}), "one validity table per lane"
+    # int_switch_id is implied by int_hop_latency (the parser extracts it first): no field of its own
+    assert "int_switch_id.$valid" not in compiled.typed.validity
+    assert verify(compiled.pipeline, compiled.typed).equivalent
+
+
+def test_verify_catches_a_broken_validity_table_entry():
+    from compiler import ir
+    from compiler.spec_reader import read_spec
+
+    spec = read_spec(ROOT / "examples/coexistence/coexistence.p4")
+    compiled = compile_rules(spec, parse_rules((ROOT / "examples/coexistence/rules.sub").read_text()),
+                             CompileOptions(delivery="groups"))
+    p = compiled.pipeline
+    table = next(t for t in p.tables if t.name.startswith("valid_"))
+    victim = next(e for e in p.entries if e.table == table.name)
+    flipped = dataclasses.replace(victim, matches=victim.matches[:1] + tuple(
+        ir.Exact(1 - m.value) for m in victim.matches[1:]))
+    broken = dataclasses.replace(p, entries=tuple(flipped if e == victim else e for e in p.entries
+                                                  if e.matches != flipped.matches or e.table != table.name))
+    assert not verify(broken, compiled.typed).equivalent
