@@ -69,9 +69,10 @@ def jsonl_rows(stream: Iterable[str], path: str, fields: dict[str, tuple[int, in
                why: str = "", headers: Iterable[str] = ()) -> Iterator[dict[str, int]]:
     """Rows of integer values from JSON lines (``fields``: name -> (width, scale)), errors at file:line.
 
-    ``headers``: headers whose validity the pipeline tests. A JSON packet carries such a header when
-    it gives at least one of its fields; the row then holds ``h.$valid`` = 1, else 0 and the
-    header's fields read as 0 (a packet lacking a header says so by leaving its fields out).
+    A JSON packet carries a header when it gives at least one of its fields; the fields of a header
+    it does not carry read as 0 (a packet lacking a header says so by leaving its fields out), and
+    for ``headers``, those whose validity the pipeline tests, the row holds ``h.$valid``. A header
+    given in part lacks the fields left out: an error.
     """
     headers = tuple(headers)
     for lineno, line in enumerate(stream, 1):
@@ -84,12 +85,10 @@ def jsonl_rows(stream: Iterable[str], path: str, fields: dict[str, tuple[int, in
         if not isinstance(obj, dict):
             raise P4subError("expected a JSON object of field values", SourceLocation(path, lineno, 1))
         row = {}
-        absent = set()
+        given = {k.split(".", 1)[0] for k in obj if isinstance(k, str)}
         for h in headers:
-            present = any(k.startswith(h + ".") for k in obj)
-            row[validity.field_name(h)] = int(present)
-            if not present:
-                absent.add(h)
+            row[validity.field_name(h)] = int(h in given)
+        absent = {f.split(".", 1)[0] for f in fields} - given
         for f, (width, scale) in fields.items():
             if f.split(".", 1)[0] in absent:
                 row[f] = 0

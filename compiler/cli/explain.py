@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from compiler import ir
+from compiler import ir, validity
 from compiler.cli import add_command
-from compiler.errors import P4subError
-from compiler.values import packet_value
+from runtime.sample import jsonl_rows
 from runtime.model import Model
 
 
@@ -42,19 +41,17 @@ def _ored_ports(pipeline: ir.Pipeline, entry: ir.Entry) -> str:
 
 def run(args: argparse.Namespace) -> int:
     pipeline = ir.load(args.out)
-    try:
-        raw = json.loads(args.packet)
-    except json.JSONDecodeError as exc:
-        raise P4subError(f"--packet: not JSON: {exc.msg} (column {exc.colno})") from None
-    widths = {k.field: k.width for t in pipeline.tables for k in t.keys}
-    values = {}
-    for f, w in widths.items():
-        if f.startswith("meta."):
-            continue
-        if f not in raw:
-            raise P4subError(f"--packet lacks field {f!r}, which the pipeline matches on")
-        values[f] = packet_value(raw[f], w, scale=pipeline.attributes.get(f, {}).get("scale", 0), name=f)
-    ports, trace = Model(pipeline).run_one(values)
+    model = Model(pipeline)
+    fields = {f: (model.widths[f], pipeline.attributes.get(f, {}).get("scale", 0)) for f in model.inputs}
+    headers = [validity.header_of_validity(f) for f in model.validity]
+    # The packet is read as simulate reads a line: it carries the headers it gives fields of.
+    values = next(jsonl_rows([args.packet], "--packet", fields, "which the pipeline matches on", headers), {})
+    carried = [h for h in headers if values.get(validity.field_name(h))]
+    if headers:
+        print(f"{'headers':<36} carries {', '.join(carried) or 'none'} of {', '.join(headers)}")
+    ports, trace = model.run_one(values)
+    if not trace and pipeline.default_control == () and any(not values.get(g, 1) for g in model.guard):
+        print(f"{'guard':<36} {', '.join(pipeline.guard_headers())} not all valid -> dropped")
     for table_name, entry in trace:
         table = pipeline.table(table_name)
         if entry is None:
