@@ -139,6 +139,8 @@ def test_cli_include_mode_and_its_refusals(tmp_path, capsys):
     assert "p4sub.apply(hdr, meta.p4sub, standard_metadata);" in capsys.readouterr().out
     assert main(["build", str(out)]) == 2
     assert "include-mode control" in capsys.readouterr().err
+    assert main(["install", str(out), "--target", "bmv2"]) == 2
+    assert "would replace the entries of your program's own tables" in capsys.readouterr().err
     for extra, message in [
         (("--target", "bmv2"), "pragma-only spec"),
         (("--target", "tofino", "--emit", "control"), "the Tofino backend has no include mode yet"),
