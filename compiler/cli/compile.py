@@ -228,7 +228,8 @@ def run(args: argparse.Namespace) -> int:
     sources = {"spec": str(Path(args.spec).resolve()), "rules": str(Path(args.rules).resolve()),
                "options": {"field_order": args.field_order, "range_encoding": args.range_encoding, "encode": args.encode,
                            "delivery": args.delivery, "lanes": args.lanes, "max_lanes": args.max_lanes,
-                           "budget": args.budget}}
+                           "budget": args.budget, "default": args.default, "emit": args.emit,
+                           "headers_type": args.headers_type, "instance": args.instance}}
     (out / "sources.json").write_text(json.dumps(sources, indent=2) + "\n", encoding="utf-8")
     if args.dot:
         from compiler.dot import to_dot

@@ -87,6 +87,17 @@ def test_entries_name_the_tables_under_the_instance():
     assert info["reads"]["add_order"] == ["buy_sell_indicator", "stock", "price", "shares"]
 
 
+def test_emit_control_writes_the_files_or_nothing(tmp_path):
+    import backends.bmv2 as bmv2
+
+    paths = bmv2.emit_control(example_pipeline(), tmp_path / "ok")
+    assert sorted(p.name for p in paths) == sorted(["p4sub_control.p4", "entries.p4rt.json", "commands.txt",
+                                                    "bmv2.json"])
+    with pytest.raises(TargetError):
+        bmv2.emit_control(example_pipeline(), tmp_path / "bad", IncludeOptions(instance="nope"))
+    assert not (tmp_path / "bad").exists()
+
+
 def test_include_pipeline_only_changes_the_leaf_miss():
     pipeline = example_pipeline()
     run = include_pipeline(pipeline)
