@@ -15,7 +15,6 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -113,14 +112,17 @@ def test_a_parse_graph_row_takes_the_port_from_the_caller():
     assert graph.parse(bytes(frame)).row(fields)[V1] == 0
 
 
+def batched_port_pipeline() -> ir.Pipeline:
+    text = h.ITCH_SPEC.read_text() + f"\n@query_field_exact({V1})\n"
+    spec = parse_spec(text, str(h.ITCH_SPEC))
+    return compile_rules(spec, parse_rules(f'{V1} == 1 and add_order.stock == "AAPL" : fwd(2);'),
+                         CompileOptions(delivery="groups")).pipeline
+
+
 def test_batched_programs_match_the_port_saved_on_the_first_pass():
     """BMv2 resubmits a packet once per message and does not keep its ingress port: the key reads
     the copy the first pass saved in a preserved metadata member."""
-    text = h.ITCH_SPEC.read_text() + f"\n@query_field_exact({V1})\n"
-    spec = parse_spec(text, str(h.ITCH_SPEC))
-    pipeline = compile_rules(spec, parse_rules(f'{V1} == 1 and add_order.stock == "AAPL" : fwd(2);'),
-                             CompileOptions(delivery="groups")).pipeline
-    program = build_program(pipeline)
+    program = build_program(batched_port_pipeline())
     assert program.mode == "prune"
     assert [line.strip() for line in program.text.splitlines() if "p4sub_in_port : exact" in line] == \
         [f'meta.p4sub_in_port : exact @name("{V1}");']
@@ -170,6 +172,16 @@ def test_p4c_and_p4test_accept_ingress_port_keys(port, tmp_path):
     done = subprocess.run(["p4test", "-D__TARGET_TOFINO__=1", "-I", include, str(tmp_path / "tna.p4")],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "error" not in done.stderr, done.stderr
+
+
+@pytest.mark.p4c
+def test_p4c_accepts_the_batched_program_with_a_port_key(tmp_path):
+    if P4C is None:
+        pytest.skip("p4c-bm2-ss is not installed (see docs/bmv2.md)")
+    bmv2.emit(batched_port_pipeline(), tmp_path)
+    done = subprocess.run([P4C, "-o", str(tmp_path / "program.json"), str(tmp_path / "program.p4")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
 
 
 def _probe(dst: int, i: int) -> bytes:
