@@ -225,8 +225,10 @@ class Pipeline:
         """The headers a packet must carry to be matched at all."""
         if self.guard is not None:
             return self.guard
+        # Intrinsic metadata (standard_metadata.ingress_port) is no header: it is always there.
         return tuple(sorted({k.field.split(".", 1)[0] for t in self.tables for k in t.keys
-                             if not k.field.startswith("meta.") and "." in k.field}))
+                             if not k.field.startswith("meta.") and "." in k.field
+                             and self.spec.header(k.field.split(".", 1)[0]) is not None}))
 
     def queried_headers(self) -> tuple[str, ...]:
         """The headers whose presence makes a packet the subscriptions' business (none: every packet is)."""

@@ -48,7 +48,8 @@ def header_of_validity(name: str) -> str:
 
 def rule_headers(rule: ast.Rule, spec: Spec) -> frozenset[str]:
     """The scalar and stacked header instances whose fields ``rule`` compares (aggregates and state
-    variables read no header of the packet)."""
+    variables read no header of the packet, and intrinsic metadata such as
+    ``standard_metadata.ingress_port`` is no header instance: it is always present)."""
     out = set()
     for cmp in ast.comparisons(rule.filter):
         attr = cmp.attribute

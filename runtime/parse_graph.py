@@ -104,12 +104,18 @@ class ParsedPacket:
     def valid(self, name: str) -> bool:
         return name in self.headers or bool(self.stacks.get(name))
 
-    def row(self, fields: Iterable[str]) -> dict[str, int]:
+    def row(self, fields: Iterable[str], metadata: Mapping[str, int] | None = None) -> dict[str, int]:
         """A reference-model row of this packet: each field's value (0 when its header was not
-        extracted) and each validity field ``h.$valid`` as the parser left ``hdr.h.isValid()``."""
+        extracted) and each validity field ``h.$valid`` as the parser left ``hdr.h.isValid()``.
+
+        Intrinsic metadata fields (``standard_metadata.ingress_port``) are not in the packet's bytes:
+        they come from ``metadata`` (the port the caller sends the packet in on), 0 when not given
+        (port 0, as a switch's first port)."""
         out = {}
         for ref in fields:
-            if ref.endswith(".$valid"):
+            if metadata is not None and ref in metadata:
+                out[ref] = metadata[ref]
+            elif ref.endswith(".$valid"):
                 out[ref] = int(self.valid(ref[: -len(".$valid")]))
             else:
                 v = self.value(ref)

@@ -9,6 +9,9 @@
 * ``bmv2.json``: what the install and test tools need to know about the rendering (mode, message
   layout, table sizes, the names of the controls).
 
+``emit_control(pipeline, out_dir, IncludeOptions(...))`` is include mode (:mod:`backends.bmv2.include`):
+only the subscription control ``p4sub_control.p4`` for the user's own program, and its entries.
+
 Everything is rendered and checked before the first file is written, so a pipeline that cannot be
 rendered leaves ``out_dir`` untouched. ``p4sub build OUT`` compiles ``program.p4`` with
 ``p4c-bm2-ss``; ``p4sub install OUT`` pushes it and the entries to a running switch.
@@ -23,7 +26,8 @@ from pathlib import Path
 from compiler import ir
 
 from backends.bmv2.cli_commands import commands
-from backends.bmv2.p4runtime import write_request
+from backends.bmv2.include import IncludeOptions, render_include
+from backends.bmv2.p4runtime import one_update_per_line, write_request
 from backends.bmv2.program import Bmv2Options, Bmv2Program, build_program
 from backends.bmv2.target import UNION_GROUP, V1MODEL
 
@@ -48,23 +52,24 @@ def render(pipeline: ir.Pipeline, options: Bmv2Options | None = None) -> dict[st
     }
     return {
         PROGRAM: program.text,
-        ENTRIES: _one_update_per_line(write_request(pipeline, program)),
+        ENTRIES: one_update_per_line(write_request(pipeline, program)),
         COMMANDS: "\n".join(commands(pipeline, program)) + "\n",
         INFO: json.dumps(info, indent=2) + "\n",
     }
 
 
-def _one_update_per_line(request: dict) -> str:
-    """The write request as JSON with one update per line (readable, and diffs stay small)."""
-    head = {k: v for k, v in request.items() if k != "updates"}
-    lines = [json.dumps(u, separators=(",", ":")) for u in request["updates"]]
-    body = ",\n  ".join(lines)
-    return json.dumps(head)[:-1] + (', "updates": [\n  ' + body + "\n]}\n" if lines else ', "updates": []}\n')
-
-
 def emit(pipeline: ir.Pipeline, out_dir: str | Path, options: Bmv2Options | None = None) -> list[Path]:
     """Render and write the BMv2 files into ``out_dir`` (created if missing); returns their paths."""
-    files = render(pipeline, options)
+    return _write(render(pipeline, options), out_dir)
+
+
+def emit_control(pipeline: ir.Pipeline, out_dir: str | Path, options: IncludeOptions = IncludeOptions()) -> list[Path]:
+    """Include mode: write the subscription control ``p4sub_control.p4`` and its entries
+    (:mod:`backends.bmv2.include`) into ``out_dir``; nothing is written when it cannot be rendered."""
+    return _write(render_include(pipeline, options), out_dir)
+
+
+def _write(files: dict[str, str], out_dir: str | Path) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []

@@ -69,10 +69,10 @@ def multicast_commands(groups: tuple[ir.MulticastGroup, ...]) -> list[str]:
     return out
 
 
-def commands(pipeline: ir.Pipeline, program: Bmv2Program) -> list[str]:
-    """Every command, multicast groups first."""
+def commands(pipeline: ir.Pipeline, program: Bmv2Program, control: str = V1MODEL.ingress_control) -> list[str]:
+    """Every command, multicast groups first. ``control`` prefixes the IR's table and action names:
+    ``MyIngress``, or in include mode the control instance's path (``MyIngress.p4sub``)."""
     out = multicast_commands(program.multicast_groups(pipeline))
-    control = V1MODEL.ingress_control
     for t in pipeline.tables:
         if t.default_action != NO_ACTION:
             args = " ".join(number(a) for a in t.default_args)

@@ -17,6 +17,7 @@ omitted (LPM prefix length 0, ternary mask 0, a range covering the whole field);
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from compiler import ir
@@ -112,8 +113,11 @@ def multicast_group_entry(group: ir.MulticastGroup) -> dict[str, Any]:
     }}
 
 
-def entities(pipeline: ir.Pipeline, program: Bmv2Program) -> list[dict[str, Any]]:
-    """Every entity to install, as ``Entity`` JSON: multicast groups first, then table entries."""
+def entities(pipeline: ir.Pipeline, program: Bmv2Program, control: str = V1MODEL.ingress_control) -> list[dict[str, Any]]:
+    """Every entity to install, as ``Entity`` JSON: multicast groups first, then table entries.
+
+    ``control`` is the P4Info prefix of the IR's tables: ``MyIngress`` for a whole program, the
+    control instance's path (``MyIngress.p4sub``) in include mode."""
     out: list[dict[str, Any]] = [{"packet_replication_engine_entry": multicast_group_entry(g)}
                                  for g in program.multicast_groups(pipeline)]
     tables = {t.name: t for t in pipeline.tables}
@@ -124,7 +128,7 @@ def entities(pipeline: ir.Pipeline, program: Bmv2Program) -> list[dict[str, Any]
             raise P4subError(f"entry for unknown table {e.table}")
         if e.action not in table.actions or e.action not in actions:
             raise P4subError(f"entry of {e.table} uses action {e.action}, not one of {', '.join(table.actions)}")
-        out.append({"table_entry": table_entry(e, table, actions[e.action], V1MODEL.ingress_control)})
+        out.append({"table_entry": table_entry(e, table, actions[e.action], control)})
     extra_tables = {t.name: t for t in program.extra_tables}
     extra_actions = {a.name: a for a in program.extra_actions}
     for e in program.extra_entries:
@@ -133,11 +137,20 @@ def entities(pipeline: ir.Pipeline, program: Bmv2Program) -> list[dict[str, Any]
     return out
 
 
-def write_request(pipeline: ir.Pipeline, program: Bmv2Program) -> dict[str, Any]:
-    """The whole ``entries.p4rt.json`` document: INSERT updates for every entity."""
+def write_request(pipeline: ir.Pipeline, program: Bmv2Program, control: str = V1MODEL.ingress_control) -> dict[str, Any]:
+    """The whole ``entries.p4rt.json`` document: INSERT updates for every entity (``control``: see
+    :func:`entities`)."""
     return {
         "format": FORMAT,
         "pipeline": pipeline.name,
-        "controls": {"ingress": V1MODEL.ingress_control, "egress": V1MODEL.egress_control},
-        "updates": [{"type": "INSERT", "entity": ent} for ent in entities(pipeline, program)],
+        "controls": {"ingress": control, "egress": V1MODEL.egress_control},
+        "updates": [{"type": "INSERT", "entity": ent} for ent in entities(pipeline, program, control)],
     }
+
+
+def one_update_per_line(request: dict) -> str:
+    """The write request as JSON with one update per line (readable, and diffs stay small)."""
+    head = {k: v for k, v in request.items() if k != "updates"}
+    lines = [json.dumps(u, separators=(",", ":")) for u in request["updates"]]
+    body = ",\n  ".join(lines)
+    return json.dumps(head)[:-1] + (', "updates": [\n  ' + body + "\n]}\n" if lines else ', "updates": []}\n')

@@ -59,6 +59,7 @@ from backends.common.names import (
     guard_condition,
     looked_at_condition,
     identifier,
+    is_intrinsic,
     is_meta,
     split_field,
 )
@@ -177,21 +178,52 @@ def leaf_ports(pipeline: ir.Pipeline) -> tuple[int, ...]:
     return tuple(sorted(ports))
 
 
-def _key_expression(layout: MessageLayout, stacked: set[str]):
+def _key_expression(layout: MessageLayout, stacked: set[str], intrinsic: dict[str, str]):
     def expr(key: ir.Key) -> str:
         if is_meta(key.field):
             return field_expression(key.field)
+        if key.field in intrinsic:
+            return intrinsic[key.field]
         if split_field(key.field)[0] in stacked:
             return f"meta.{copy_member(key.field)}"
         return field_expression(key.field)
     return expr
 
 
+IN_PORT_MEMBER = "p4sub_in_port"
+
+
+def intrinsic_keys(pipeline: ir.Pipeline, batched: bool) -> dict[str, str]:
+    """The P4 expression each intrinsic metadata key of ``pipeline`` matches (``ig_intr_md.ingress_port``
+    -> ``standard_metadata.ingress_port``).
+
+    A batched program evaluates message ``i`` on its ``i``-th pass, a resubmitted copy on which BMv2
+    no longer has the ingress port: there the key matches the port saved on the first pass
+    (``meta.p4sub_in_port``, preserved with the other ``@field_list`` members). The other intrinsic
+    fields would change between passes (the timestamp) and are refused in that mode.
+    """
+    out = {}
+    for f in sorted({k.field for t in pipeline.tables for k in t.keys if is_intrinsic(pipeline.spec, k.field)}):
+        expr = V1MODEL.query_metadata[f]  # check_key_fields ran first
+        if batched:
+            if expr != V1MODEL.intrinsic_metadata["ingress_port"]:
+                raise TargetError(f"bmv2: cannot match {f} when several messages are evaluated per packet (one "
+                                  "pass each, by resubmission): only the ingress port is kept across passes; "
+                                  "compile with --batch first or query the ingress port")
+            expr = f"meta.{IN_PORT_MEMBER}"
+        out[f] = expr
+    return out
+
+
 
 def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -> Bmv2Program:
     """Render ``program.p4``; raises a P4subError before anything is written if it cannot be rendered."""
     spec = pipeline.spec
-    check_key_fields(pipeline, V1MODEL.name)
+    if spec.pragma_only:
+        raise TargetError(f"bmv2: {spec.path} is a pragma-only spec (only @pragma query_* lines): it has no headers "
+                          "or parser to make a whole program from; compile with --emit control to get the "
+                          "subscription control to #include in your own program (docs/bmv2.md, \"Include mode\")")
+    check_key_fields(pipeline, V1MODEL)
     check_match_kinds(pipeline, V1MODEL)
     layout = message_layout(pipeline, count_field=options.count_field, length_fields=options.length_fields)
     mode = choose_mode(layout, options.batch)
@@ -225,8 +257,12 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
     members: list[Member] = pipeline_metadata_members(pipeline) + user_call_members(pipeline)
     members += [Member(bits(c.width), c.member) for c in copies]
     network = options.network_up_ports is not None
-    if network:
-        members.append(Member(bits(V1MODEL.port_width), "p4sub_in_port", f"@field_list({RESUBMIT_FIELD_LIST})"))
+    intrinsic = intrinsic_keys(pipeline, batched)
+    # The ingress port, saved on the first pass: the network stage's hairpin check and, in a
+    # batched program, keys on the ingress port read it on every pass.
+    save_in_port = network or f"meta.{IN_PORT_MEMBER}" in intrinsic.values()
+    if save_in_port:
+        members.append(Member(bits(V1MODEL.port_width), IN_PORT_MEMBER, f"@field_list({RESUBMIT_FIELD_LIST})"))
     up_ports = options.network_up_ports or ()
     extra_tables: list[ir.Table] = []
     extra_actions: list[ir.Action] = []
@@ -270,7 +306,7 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         extra_entries += [ir.Entry(PORT_BIT_TABLE, (ir.Exact(p),), PORT_BIT_ACTION, (pipeline.delivery.bit(p),))
                           for p in ports]
 
-    key_expr = _key_expression(layout, stacked)
+    key_expr = _key_expression(layout, stacked, intrinsic)
     tables = [table_decl(t, pipeline, key_expr, size=sizes[t.name]) for t in chained_tables(pipeline)]
     tables += [table_decl(t, pipeline, lambda k: k.field, size=sizes[t.name]) for t in extra_tables
                if t.role not in EGRESS_ROLES]
@@ -316,7 +352,7 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
                "checksum": ipv4.checksum}
               if ipv4 else None),
         emits=emit_statements(spec),
-        network=network,
+        network=network, save_in_port=save_in_port,
         up_in=" || ".join(f"meta.p4sub_in_port == {literal(p, V1MODEL.port_width)}" for p in up_ports),
         up_out=" || ".join(f"standard_metadata.egress_port == {literal(p, V1MODEL.port_width)}" for p in up_ports),
     )

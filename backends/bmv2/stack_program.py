@@ -61,7 +61,7 @@ from backends.common.controls import (
 )
 from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, header_member, header_type_decls, struct_decl
 from backends.common.messages import message_layout
-from backends.common.names import field_expression, guard_condition, is_meta, split_field
+from backends.common.names import check_key_fields, field_expression, guard_condition, is_meta, split_field
 from backends.common.parser import emit_statements, parser_states
 from backends.common.templates import render_template
 
@@ -160,10 +160,12 @@ def program_text(plan: CombinedPlan, sp: SwitchPlan) -> str:
         copies = [Copy(copy_member(f), *split_field(f), spec.field_width(f)) for f in layout.query_fields
                   if split_field(f)[0] in stacked]
 
+        check_key_fields(pipeline, V1MODEL)
+
         def key_expr(key: ir.Key) -> str:
             if not is_meta(key.field) and split_field(key.field)[0] in stacked:
                 return f"meta.{copy_member(key.field)}"
-            return field_expression(key.field)
+            return field_expression(key.field, intrinsic=V1MODEL.query_metadata)
 
         members += pipeline_metadata_members(pipeline) + user_call_members(pipeline)
         members += [Member(bits(c.width), c.member) for c in copies]

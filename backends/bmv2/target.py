@@ -41,6 +41,14 @@ V1MODEL = TargetFacts(
     recirculation="resubmit_preserving_field_list",
     max_range_key_width=None,
     max_table_size=None,
+    # v1model.p4's standard_metadata_t fields valid when the ingress starts; TNA's ingress port is
+    # the same port (compiler.spec_metadata).
+    query_metadata={
+        "standard_metadata.ingress_port": "standard_metadata.ingress_port",
+        "standard_metadata.packet_length": "standard_metadata.packet_length",
+        "standard_metadata.ingress_global_timestamp": "standard_metadata.ingress_global_timestamp",
+        "ig_intr_md.ingress_port": "standard_metadata.ingress_port",
+    },
 )
 
 RESUBMIT_FIELD_LIST = 1

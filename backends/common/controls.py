@@ -115,15 +115,19 @@ def table_decl(table: ir.Table, pipeline: ir.Pipeline, key_expression: KeyExpres
     return "\n".join(lines)
 
 
-def apply_statements(pipeline: ir.Pipeline, *, order: tuple[str, ...] | None = None) -> list[str]:
+def apply_statements(pipeline: ir.Pipeline, *, order: tuple[str, ...] | None = None,
+                     on_hit: dict[str, str] | None = None) -> list[str]:
     """The control's apply block for the IR's table order, misses chained:
 
     ``if (!t.apply().hit) { t_miss.apply(); }`` for a table with ``on_miss`` (recursively), else
-    ``t.apply();``.
+    ``t.apply();``, or ``if (t.apply().hit) { S }`` for a table that ``on_hit`` gives a statement
+    ``S`` (include mode records that the leaf table claimed the packet).
     """
     def chain(name: str, depth: int) -> list[str]:
         table = pipeline.table(name)
         pad = INDENT * depth
+        if on_hit and name in on_hit and not table.on_miss:
+            return [f"{pad}if ({identifier(name)}.apply().hit) {{ {on_hit[name]} }}"]
         if not table.on_miss:
             return [f"{pad}{identifier(name)}.apply();"]
         return ([f"{pad}if (!{identifier(name)}.apply().hit) {{"] + chain(table.on_miss, depth + 1)

@@ -92,7 +92,9 @@ def message_layout(pipeline: ir.Pipeline, *, count_field: str | None = None,
     would not be one element of each).
     """
     spec = pipeline.spec
-    fields = tuple(sorted({k.field for t in pipeline.tables for k in t.keys if not is_meta(k.field)}))
+    # Packet fields only: intrinsic metadata (the ingress port) belongs to no header and no message.
+    fields = tuple(sorted({k.field for t in pipeline.tables for k in t.keys if not is_meta(k.field)
+                           and spec.header(split_field(k.field)[0]) is not None}))
     headers = tuple(sorted({split_field(f)[0] for f in fields}))
     stacks = sorted({h for h in headers if (spec.header(h) and spec.header(h).stack_size)})
     if not stacks:

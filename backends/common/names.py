@@ -12,7 +12,9 @@ the other with only the control's name changed:
   whatever expression the program actually matches (a metadata copy of a stacked field, say).
   Control-plane code therefore names match fields with the IR's ``Key.field``, unchanged.
 * metadata ``meta.<name>`` of the IR is member ``<name>`` of the metadata struct; packet field
-  ``h.f`` is ``hdr.h.f``.
+  ``h.f`` is ``hdr.h.f``; an intrinsic metadata field a spec queries (``standard_metadata.ingress_port``,
+  ``ig_intr_md.ingress_port``: :mod:`compiler.spec_metadata`) is the target's own metadata, spelled
+  by ``TargetFacts.query_metadata``, and its key keeps the IR name as ``@name``.
 
 Why stable ``@name`` annotations: the P4Info names are part of the installed state; a change in how
 the program is rendered (a key read from a copy instead of the header) must not rename anything the
@@ -26,6 +28,7 @@ import re
 from compiler import ir
 from compiler.errors import TargetError
 from compiler.spec import Spec
+from compiler.spec_metadata import INTRINSIC_METADATA, intrinsic_width
 
 HDR = "hdr"
 VALID = "$valid"  # compiler.validity's field of a header: hdr.h.isValid() as a 1-bit key
@@ -94,14 +97,29 @@ def is_packet_field(spec: Spec, ref: str) -> bool:
     return spec.field_width(f"{m.group(1)}.{fld}") is not None
 
 
-def field_expression(ref: str, *, hdr: str = HDR, meta: str = META, index: int | None = None) -> str:
+def is_intrinsic(spec: Spec, ref: str) -> bool:
+    """True when ``ref`` is an architecture's intrinsic metadata field (``standard_metadata.ingress_port``)
+    rather than a field of one of the spec's headers: a key on it reads the target's metadata, and no
+    header's validity decides whether it is there (it always is)."""
+    if is_meta(ref) or "." not in ref:
+        return False
+    inst, fld = split_field(ref)
+    return spec.header(inst) is None and intrinsic_width(inst, fld) is not None
+
+
+def field_expression(ref: str, *, hdr: str = HDR, meta: str = META, index: int | None = None,
+                     intrinsic: dict[str, str] | None = None) -> str:
     """The P4 expression for an IR field reference.
 
     ``meta.x`` -> ``meta.x``; ``h.f`` -> ``hdr.h.f``; with ``index`` (the header is a stack)
-    ``h.f`` -> ``hdr.h[index].f``; a header's validity field ``h.$valid`` -> ``hdr.h.isValid()``.
+    ``h.f`` -> ``hdr.h[index].f``; a header's validity field ``h.$valid`` -> ``hdr.h.isValid()``;
+    an intrinsic metadata field found in ``intrinsic`` (a target's ``query_metadata``) -> the
+    target's expression for it (``standard_metadata.ingress_port``).
     """
     if is_meta(ref):
         return f"{meta}.{meta_member(ref)}"
+    if intrinsic and ref in intrinsic:
+        return intrinsic[ref]
     inst, fld = split_field(ref)
     if index is not None:
         inst = f"{inst}[{index}]"
@@ -129,17 +147,32 @@ def looked_at_condition(pipeline: ir.Pipeline, *, hdr: str = HDR) -> str:
     return _valid_expr(pipeline.spec, pipeline.queried_headers(), "||", hdr)
 
 
-def check_key_fields(pipeline: ir.Pipeline, target: str) -> None:
-    """Raise :class:`TargetError` for keys that are neither packet fields nor pipeline metadata.
+def check_key_fields(pipeline: ir.Pipeline, target) -> None:
+    """Raise :class:`TargetError` for keys the target cannot render.
 
-    State variables and windowed aggregates (``count(...)``, ``@query_counter`` names) are keys the
-    IR can hold but no P4 rendering exists for yet (they need registers the IR does not describe).
+    ``target`` is a :class:`~backends.common.target.TargetFacts`. Packet fields, pipeline metadata
+    and the intrinsic metadata fields in the target's ``query_metadata`` are rendered. Refused: an
+    intrinsic metadata field the target's ingress does not have (v1model's ``packet_length`` on
+    TNA), and keys on state variables and windowed aggregates (``@query_counter`` names,
+    ``count(...)``), which need registers the IR does not describe yet.
     """
-    bad = sorted({k.field for t in pipeline.tables for k in t.keys
-                  if not is_meta(k.field) and not is_packet_field(pipeline.spec, k.field)})
+    name = getattr(target, "name", target)
+    available = getattr(target, "query_metadata", {})
+    fields = sorted({k.field for t in pipeline.tables for k in t.keys})
+    missing = [f for f in fields if is_intrinsic(pipeline.spec, f) and f not in available]
+    if missing:
+        arch = getattr(target, "architecture", name)
+        owners = sorted({INTRINSIC_METADATA[split_field(f)[0]].architecture for f in missing})
+        raise TargetError(f"{name}: cannot match {', '.join(missing)}: {' and '.join(owners)} intrinsic metadata that "
+                          f"the {arch} ingress does not have; queryable metadata on {name}: "
+                          f"{', '.join(sorted(available)) or 'none'} (the ingress port maps across targets)")
+    bad = [f for f in fields if not is_meta(f) and not is_packet_field(pipeline.spec, f)
+           and not is_intrinsic(pipeline.spec, f)]
     if bad:
-        raise TargetError(f"{target}: cannot render table keys on {', '.join(bad)}: state variables and aggregates "
-                          "are not supported by the P4 backends yet (only packet fields are)")
+        raise TargetError(f"{name}: cannot render table keys on {', '.join(bad)}: state variables and aggregates "
+                          "(@query_counter names, count(...), sum(...), avg(...)) need registers, which the P4 "
+                          "backends do not render yet; packet fields and intrinsic metadata (the ingress port) "
+                          "are supported")
 
 
 # -- control-plane names -----------------------------------------------------------------------

@@ -8,6 +8,13 @@ target it renders for; anything a target cannot express is refused through :func
 primitive's arguments (``{0}``) and the names of the architecture's intrinsic metadata, e.g. v1model
 ``{"set_egress_port": "standard_metadata.egress_spec = {0};"}``. ``set_meta`` and ``user`` are
 spelled the same on every target and are not looked up here.
+
+``query_metadata`` maps the intrinsic metadata fields a spec may query
+(:mod:`compiler.spec_metadata`, by their IR reference) to the P4 expression a table key matches on
+this target. The ingress port is the one field both architectures have with the same meaning (the
+9-bit port the packet came in on, the numbering ``fwd(N)`` uses), so each target maps the other's
+name for it too; a field the target lacks is absent and refused by
+:func:`backends.common.names.check_key_fields`.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ class TargetFacts:
     recirculation: str = ""
     max_range_key_width: int | None = None
     max_table_size: int | None = None
+    query_metadata: dict[str, str] = field(default_factory=dict)
 
     def spell(self, primitive: ir.Primitive) -> str:
         """The P4 statement for a target-specific primitive (``set_egress_port``, ``set_mcast_group``, ``drop``)."""

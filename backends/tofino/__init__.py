@@ -32,7 +32,7 @@ from backends.tofino.layout import Layout, TofinoOptions, match_kind_counts, pla
 from backends.tofino.network import network_stage
 from backends.tofino.program import Program, render
 from backends.tofino.resources import Estimate, estimate
-from backends.tofino.target import TOFINO1, Target
+from backends.tofino.target import TOFINO1, Target, facts
 from compiler import ir
 from compiler.errors import ResourceError, TargetError
 from compiler.spec import Spec
@@ -91,7 +91,11 @@ def build(pipeline: ir.Pipeline, options: TofinoOptions = TofinoOptions()) -> Re
 
 
 def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rendered:
-    check_key_fields(pipeline, options.target.name)
+    if pipeline.spec.pragma_only:
+        raise TargetError(f"tofino: {pipeline.spec.path} is a pragma-only spec (only @pragma query_* lines): it has no "
+                          "headers or parser to make a whole program from, and the Tofino backend has no include "
+                          "mode yet (the BMv2 backend has: --target bmv2 --emit control)")
+    check_key_fields(pipeline, facts(options.target))
     messages = message_layout(pipeline)
     mode = _batch.choose_mode(messages, options.batch)
     if pipeline.delivery.is_bitmap:

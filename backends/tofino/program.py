@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 from backends.common.controls import action_decls, apply_statements, table_decl, user_call_members
 from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, header_member, header_type_decls, struct_decl
 from backends.common.literals import literal
-from backends.common.names import (field_expression, guard_condition, identifier, is_meta, looked_at_condition,
-                                    meta_member, split_field)
+from backends.common.names import (field_expression, guard_condition, identifier, is_intrinsic, is_meta,
+                                    looked_at_condition, meta_member, split_field)
 from backends.common.parser import emit_statements, parser_states
 from backends.common.target import unsupported
 from backends.common.templates import render_template
@@ -81,6 +81,7 @@ def _header_decl(name: str, members: list[Member]) -> str:
 
 def _key_expression(table: TableLayout, batched: Batched, spec: Spec, target: Target):
     slot = batched.slot_of.get(table.name)
+    intrinsic = facts(target).query_metadata
 
     def expr(key: ir.Key) -> str:
         if key.field == EGRESS_PORT_KEY:
@@ -89,6 +90,8 @@ def _key_expression(table: TableLayout, batched: Batched, spec: Spec, target: Ta
             if table.gress == "egress":
                 return f"hdr.{BRIDGE}.{meta_member(key.field)}"
             return field_expression(key.field)
+        if key.field in intrinsic:
+            return intrinsic[key.field]
         header = split_field(key.field)[0]
         inst = spec.header(header)
         index = (slot or 0) if inst is not None and inst.stack_size else None
@@ -131,6 +134,10 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     egress_meta += [Member(bits(m.width), meta_member(m.name)) for m in batched.egress_meta]
 
     recirc = bool(pass_of) and max(pass_of.values(), default=0) > 0
+    if recirc and any(is_intrinsic(spec, k.field) for t in pipeline.tables for k in t.keys):
+        # The second pass comes in on the recirculation port, with a new MAC timestamp.
+        unsupported(target.name, "a pipeline that needs two passes and matches intrinsic metadata (the second pass's "
+                                 "ingress port is the recirculation port); more lanes or fewer fields make it shorter")
     if recirc and union:
         unsupported(target.name, "a pipeline that needs two passes and evaluates several messages per packet")
     if recirc and batched.bitmap is not None:

@@ -123,7 +123,7 @@ def rset_width(plan: CombinedPlan) -> int:
 
 def subscription_layout(plan: CombinedPlan, target: Target = TOFINO1) -> Layout:
     """The receiver-set pipeline's tables as Tofino matches them (program and entries read this one object)."""
-    check_key_fields(plan.pipeline, target.name)
+    check_key_fields(plan.pipeline, facts(target))
     return plan_layout(plan.pipeline, TofinoOptions(target=target))
 
 
@@ -195,11 +195,11 @@ def _check(plan: CombinedPlan, sp: SwitchPlan, target: Target) -> None:
                           f"stack of {plan.max_labels} labels), more than {EGRESS_PARSE_BYTES}; lower --max-labels")
 
 
-def _key_expression(stacked: set[str]):
+def _key_expression(stacked: set[str], intrinsic: dict[str, str]):
     def expr(key: ir.Key) -> str:
         if not is_meta(key.field) and split_field(key.field)[0] in stacked:
             return field_expression(key.field, index=0)
-        return field_expression(key.field)
+        return field_expression(key.field, intrinsic=intrinsic)
     return expr
 
 
@@ -211,7 +211,7 @@ def _subscription_context(plan: CombinedPlan, target: Target) -> tuple[dict[str,
     layout = subscription_layout(plan, target)
     messages = message_layout(pipeline)
     stacked = {h for h in messages.query_headers if spec.header(h).stack_size}
-    key_expr = _key_expression(stacked)
+    key_expr = _key_expression(stacked, facts(target).query_metadata)
     tables = []
     for t in layout.tables:
         table = replace(t.table, keys=tuple(ir.Key(k.field, k.width, k.match_kind) for k in t.keys))

@@ -146,4 +146,12 @@ def facts(target: Target = TOFINO1) -> TargetFacts:
         recirculation="recirculation port",
         max_range_key_width=None,  # wider range keys are re-encoded (backends.tofino.layout), not refused
         max_table_size=None,
+        # tna.p4's ingress_intrinsic_metadata_t; v1model's ingress port is the same port. v1model's
+        # packet_length and ingress_global_timestamp have no TNA ingress counterpart (the MAC
+        # timestamp counts nanoseconds at the MAC, BMv2's global timestamp microseconds): refused.
+        query_metadata={
+            f"{target.ingress_md}.{target.ingress_port_field}": f"{target.ingress_md}.{target.ingress_port_field}",
+            f"{target.ingress_md}.ingress_mac_tstamp": f"{target.ingress_md}.ingress_mac_tstamp",
+            "standard_metadata.ingress_port": f"{target.ingress_md}.{target.ingress_port_field}",
+        },
     )

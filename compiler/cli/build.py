@@ -32,6 +32,10 @@ def build_command(out: Path, compiler: str, extra: list[str] = ()) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
+    if not (out / "program.p4").is_file() and (out / "p4sub_control.p4").is_file():
+        raise P4subError(f"{out} holds the include-mode control (p4sub_control.p4), not a whole program: compile your "
+                         f"own program that #includes it, e.g. p4c-bm2-ss -I {out} --p4runtime-files p4info.txt -o "
+                         "program.json YOUR_PROGRAM.p4 (docs/bmv2.md, \"Include mode\")")
     if not (out / "program.p4").is_file():
         raise P4subError(f"{out / 'program.p4'}: no such file (run `p4sub compile SPEC RULES --target bmv2 -o {out}`)")
     compiler = args.p4c or shutil.which(COMPILER)

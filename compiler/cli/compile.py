@@ -58,9 +58,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--like", metavar="OLD_OUT",
                    help="keep the state width and table sizes of a previous compile's output (growing them only "
                         "where needed), so that an update renders the same program and installs as entry changes")
-    p.add_argument("--default", default="drop", metavar="drop|fwd(PORT)|table",
+    p.add_argument("--default", default=None, metavar="drop|fwd(PORT)|table",
                    help="packets that carry no header a rule reads: dropped (default), sent to PORT, or through "
-                        "the p4sub_default table the user fills (an L2/L3 hook)")
+                        "the p4sub_default table the user fills (an L2/L3 hook); with --emit control they are "
+                        "left to your program unless fwd(PORT) or table is given")
+    p.add_argument("--emit", choices=("program", "control"), default="program",
+                   help="bmv2: a whole program (default), or only the subscription control p4sub_control.p4 and "
+                        "its entries, to #include in your own v1model program (include mode, docs/bmv2.md)")
+    p.add_argument("--headers-type", metavar="NAME",
+                   help="--emit control: your program's headers struct type (default: the spec's, 'headers' for "
+                        "a pragma-only spec); its members are the header instances the rules name")
+    p.add_argument("--instance", default=None, metavar="CONTROL.NAME",
+                   help="--emit control: where your program instantiates the control, which names the tables in "
+                        "the entries (default MyIngress.p4sub: P4subIngress() p4sub; inside MyIngress)")
     p.add_argument("--dot", help="also write the decision diagram as Graphviz to this file")
     p.set_defaults(func=run)
 
@@ -78,7 +88,7 @@ def options_from_args(args: argparse.Namespace) -> CompileOptions:
                              tables=TableOptions(range_encoding=args.range_encoding, per_field_encoding=per_field),
                              delivery=args.delivery, lanes=lanes_arg(args.lanes), max_lanes=args.max_lanes,
                              budget=parse_budget(args.budget), order_search=args.order_search, exact=args.exact,
-                             default=parse_default(args.default))
+                             default=parse_default(args.default or "drop"))
     if not args.order_search >= 0 or args.order_search != args.order_search or args.order_search > 86400:
         raise P4subError(f"--order-search {args.order_search}: expected seconds between 0 and 86400")
     if getattr(args, "like", None):
@@ -124,12 +134,45 @@ def check_like(old: ir.Pipeline, new: ir.Pipeline, old_out: str) -> None:
                          + "); compile without --like and install the new program")
 
 
+def include_mode(args: argparse.Namespace) -> bool:
+    """``--emit control``: check the options that go with it (BMv2 only, groups, no drop default)."""
+    include = getattr(args, "emit", "program") == "control"
+    if not include:
+        for flag, value in (("--headers-type", args.headers_type), ("--instance", args.instance)):
+            if value is not None:
+                raise P4subError(f"{flag} is an include-mode option: add --emit control")
+        return False
+    if args.target == "tofino":
+        raise P4subError("--emit control: the Tofino backend has no include mode yet (it renders whole TNA programs); "
+                         "use --target bmv2 --emit control for a v1model control, or compile a whole program")
+    if args.target != "bmv2":
+        raise P4subError("--emit control writes a BMv2 (v1model) control: add --target bmv2")
+    if args.delivery == "bitmap":
+        raise P4subError("--emit control: port-bitmap delivery needs an egress table that drops the copies whose port "
+                         "bit is clear, in your program's egress; use --delivery groups (the default in include mode)")
+    if args.default is not None and args.default.strip() == "drop":
+        raise P4subError("--emit control --default drop: in include mode the packets no subscription looks at are "
+                         "left to your program (meta.p4sub.matched == 0): drop them there, or give --default "
+                         "fwd(PORT) or --default table for the control to decide")
+    return True
+
+
+def include_options(args: argparse.Namespace, spec):
+    from backends.bmv2.include import DEFAULT_INSTANCE, IncludeOptions
+
+    return IncludeOptions(headers_type=args.headers_type or spec.headers_struct or "headers",
+                          instance=args.instance or DEFAULT_INSTANCE, batch=args.batch or "auto")
+
+
 def run(args: argparse.Namespace) -> int:
     from compiler.lang import read_rules
     from compiler.spec_reader import read_spec
 
+    include = include_mode(args)
     spec = read_spec(args.spec)
     options = options_from_args(args)
+    if include and args.delivery == "auto":
+        options = replace(options, delivery="groups")
     if args.trace:
         from runtime.sample import read_sample
 
@@ -144,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     emit_options = (backend.options_from_args(args),) if backend is not None and hasattr(backend, "options_from_args") else ()
     refusals: list[str] = []
     rendered = None
-    while backend is not None and hasattr(backend, "build") and not args.like:
+    while backend is not None and hasattr(backend, "build") and not args.like and not include:
         # The target's own resource model is the last judge of the entry budget: while it refuses a
         # pipeline that the default budget let through, halve the budget (rules get widened) and retry.
         try:
@@ -168,9 +211,17 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if not compiled.stats["exact"]:
         report_widening(compiled, options, args.trace)
+    files = None
+    if include:
+        from backends.bmv2.include import render_include
+
+        files = render_include(compiled.pipeline, include_options(args, spec))  # checked before anything is written
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if rendered is not None:
+    if files is not None:
+        for name, text in files.items():
+            (out / name).write_text(text, encoding="utf-8")
+    elif rendered is not None:
         backend.write(rendered, out)
     elif backend is not None:
         backend.emit(compiled.pipeline, out, *emit_options)  # checks resources first: nothing is written if it does not fit
@@ -179,7 +230,8 @@ def run(args: argparse.Namespace) -> int:
     sources = {"spec": str(Path(args.spec).resolve()), "rules": str(Path(args.rules).resolve()),
                "options": {"field_order": args.field_order, "range_encoding": args.range_encoding, "encode": args.encode,
                            "delivery": args.delivery, "lanes": args.lanes, "max_lanes": args.max_lanes,
-                           "budget": args.budget}}
+                           "budget": args.budget, "default": args.default, "emit": args.emit,
+                           "headers_type": args.headers_type, "instance": args.instance}}
     (out / "sources.json").write_text(json.dumps(sources, indent=2) + "\n", encoding="utf-8")
     if args.dot:
         from compiler.dot import to_dot
@@ -193,5 +245,15 @@ def run(args: argparse.Namespace) -> int:
     print(f"  {layout}" + "".join(f"\n  ({note})" for note in s.get("layout_notes", [])))
     for name, count in s["tables"].items():
         print(f"  {name:<40} {count:>8}")
+    if files is not None:
+        from backends.bmv2.include import CONTROL_FILE
+
+        opts = include_options(args, spec)
+        name = opts.instance.rsplit(".", 1)[1]
+        print(f"wrote {out / 'pipeline.json'}, {out / CONTROL_FILE} and its entries (tables {opts.instance}.<table>)")
+        print(f"  in your program: #include \"{CONTROL_FILE}\"; a member p4sub_metadata_t p4sub; of your metadata; "
+              f"P4subIngress() {name}; in {opts.instance.rsplit('.', 1)[0]}; "
+              f"{name}.apply(hdr, meta.p4sub, standard_metadata);")
+        return 0
     print(f"wrote {out / 'pipeline.json'}" + (f" and the {args.target} files" if args.target != "none" else ""))
     return 0

@@ -72,6 +72,12 @@ def find_p4rt_python(explicit: str | None = None) -> str:
 
 
 def install_bmv2(out: Path, args: argparse.Namespace) -> int:
+    if not (out / "program.p4").is_file() and (out / "p4sub_control.p4").is_file():
+        # The installer makes the switch hold exactly the wanted entries: it would delete the
+        # entries of the user's own tables and groups, which are not in entries.p4rt.json.
+        raise P4subError(f"{out} holds the include-mode control (p4sub_control.p4): p4sub install would replace the "
+                         "entries of your program's own tables too; load commands.txt with simple_switch_CLI, or "
+                         "write entries.p4rt.json's updates with your controller (docs/bmv2.md, \"Include mode\")")
     for name, hint in (("program.p4", "p4sub compile ... --target bmv2"), ("entries.p4rt.json", "p4sub compile ... --target bmv2"),
                        ("program.json", f"p4sub build {out}"), ("p4info.txt", f"p4sub build {out}")):
         if not (out / name).is_file():
