@@ -222,6 +222,16 @@ def run_spec(args: argparse.Namespace) -> int:
     return 0
 
 
+def _without_spec(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A subcommand's runner that refuses ``gen --spec`` before it (the options would be ignored)."""
+    def checked(args: argparse.Namespace) -> int:
+        if getattr(args, "spec", None):
+            raise P4subError(f"--spec generates packets of the spec's own protocol; it does not go with "
+                             f"gen {args.gen_command}")
+        return run(args)
+    return checked
+
+
 def _write_text(path: str, text: str) -> None:
     try:
         with open(path, "w", encoding="utf-8") as out:
@@ -286,7 +296,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     itch.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
     itch.add_argument("--progress", action="store_true", help="report progress on stderr even for short runs")
     itch.add_argument("-o", "--output", required=True, help="output file")
-    itch.set_defaults(func=run_itch)
+    itch.set_defaults(func=_without_spec(run_itch))
 
     intp = add_command(
         gen, "int", "INT-MD packets over UDP (or Telemetry Report v2.0 packets) with anomalous hop latencies",
@@ -304,7 +314,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     intp.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
     intp.add_argument("--progress", action="store_true", help="report progress on stderr even for short runs")
     intp.add_argument("-o", "--output", required=True, help="output pcap")
-    intp.set_defaults(func=run_int)
+    intp.set_defaults(func=_without_spec(run_int))
 
     siena = add_command(
         gen, "siena", "Siena-style messages over UDP (pcap), drawn like the constants of gen rules --workload siena",
@@ -322,7 +332,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     siena.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
     siena.add_argument("--progress", action="store_true", help="report progress on stderr even for short runs")
     siena.add_argument("-o", "--output", required=True, help="output pcap")
-    siena.set_defaults(func=run_siena)
+    siena.set_defaults(func=_without_spec(run_siena))
 
     rules = add_command(
         gen, "rules", "subscription workloads: Camus ITCH, INT, hICN, Siena-style",
@@ -352,4 +362,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     rules.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
     rules.add_argument("--progress", action="store_true", help="report progress on stderr even for short runs")
     rules.add_argument("-o", "--output", default="-", help="output file, - for stdout (-)")
-    rules.set_defaults(func=run_rules)
+    rules.set_defaults(func=_without_spec(run_rules))
