@@ -424,16 +424,24 @@ class _Run:
         r = self.reader
         if r.start == _ACCEPT_ID:
             self.state[:] = _ACCEPT_ID
-        rank = np.full(len(r.states) + 3, len(r.states) + 1, dtype=np.int64)
-        for i, s in enumerate(r.order):
-            rank[s] = i
-        while True:
-            live = self.state >= 0
-            if not live.any():
-                break
-            present = np.unique(self.state[live])
-            s = int(present[np.argmin(rank[present])])
-            self.visit(s, np.flatnonzero(self.state == s))
+        if not r.cyclic:
+            # A topological order: once a state is visited no packet can enter it again, so one
+            # visit per state, with every packet that goes through it, is the whole parse.
+            for s in r.order:
+                idx = np.flatnonzero(self.state == s)
+                if len(idx):
+                    self.visit(s, idx)
+        else:
+            rank = np.full(len(r.states), len(r.states), dtype=np.int64)
+            for i, s in enumerate(r.order):
+                rank[s] = i
+            while True:
+                live = self.state[self.state >= 0]
+                if not len(live):
+                    break
+                present = np.flatnonzero(np.bincount(live, minlength=len(r.states)))
+                s = int(present[np.argmin(rank[present])])
+                self.visit(s, np.flatnonzero(self.state == s))
         self.status[self.state == _ACCEPT_ID] = _CODE[ACCEPT]
         self.status[self.state == _REJECT_ID] = _CODE[REJECT]
 
