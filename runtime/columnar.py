@@ -195,7 +195,7 @@ class SpecReader:
             h, _, name = f.partition(".")
             inst = self.instances.get(h)
             if inst is None or spec.field_width(f) is None:
-                raise P4subError(f"{f}: not a field of the spec's headers")
+                raise P4subError(f"{f}: not a field of the spec's headers ({spec.path})")
             if inst.stack_size is not None:
                 stacks_seen.add(h)
             wanted.append(f)

@@ -288,3 +288,22 @@ def test_cli_replay_finds_rules_in_sources_json(itch_compiled, tmp_path) -> None
 
     (tmp_path / "sources.json").write_text(json.dumps({"rules": "r.sub", "spec": "/abs/spec.p4"}))
     assert sources(tmp_path) == {"rules": str(tmp_path / "r.sub"), "spec": "/abs/spec.p4"}
+
+
+def test_cli_replay_refuses_both_spec_and_app(itch_compiled, itch_feed, tmp_path, capsys) -> None:
+    from compiler.cli import main
+
+    ir.save(itch_compiled.pipeline, tmp_path / "pipeline.json")
+    rules = tmp_path / "r.sub"
+    rules.write_text(ITCH_RULES)
+    spec = str(Path(__file__).resolve().parents[2] / "apps/itch/itch.p4")
+    assert main(["replay", str(tmp_path), "--trace", str(itch_feed), "--rules", str(rules), "--spec", spec,
+                 "--app", "itch"]) == 2
+    assert "--spec and --app" in capsys.readouterr().err
+
+
+def test_replay_with_a_spec_that_lacks_the_pipelines_fields_is_a_user_error(itch_compiled, int_spec, itch_feed) -> None:
+    from compiler.errors import P4subError
+
+    with pytest.raises(P4subError, match="not a field of the spec's headers"):
+        replay_local(itch_compiled.pipeline, itch_compiled.typed, [itch_feed], spec=int_spec)
