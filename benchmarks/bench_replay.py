@@ -16,8 +16,8 @@ Steps, each cached under ``--work`` so a rerun only replays:
    workers) is the largest sum seen at one poll. Roles: the driver's Python process, the JVM it
    starts, and the Python workers (``pyspark.daemon`` and the workers it forks). Resident sets
    count shared pages (forked workers share the daemon's) once per process;
-4. the reference model alone (:class:`runtime.model.Model`) on the feed's decoded Add Order
-   columns, in this process on one core, batch by batch.
+4. the reference model alone (:class:`runtime.model.Model`) on the feed's Add Order columns as
+   the spec's parser reads them (:mod:`runtime.spec_trace`), in this process on one core, batch by batch.
 
     nice .venv/bin/python benchmarks/bench_replay.py                  # 10M messages, 100k filters
     nice .venv/bin/python benchmarks/bench_replay.py --quick          # 200k messages, 10k filters
@@ -267,18 +267,19 @@ def model_alone(pipeline_dir: Path, feed: Path, batch_packets: int) -> dict[str,
     """Decode the feed's model inputs once, then time :meth:`Model.run` batch by batch (one core)."""
     import numpy as np
 
-    from apps.itch.columnar import read_itch_batches
     from compiler import ir
     from runtime.model import Model
+    from runtime.spec_trace import SpecTraceReader
 
     row: dict[str, Any] = {"load_start": loadavg(), "batch_packets": batch_packets}
     say("model alone: loading the pipeline")
     t = time.perf_counter()
-    model = Model(ir.load(pipeline_dir / "pipeline.json"))
+    pipeline = ir.load(pipeline_dir / "pipeline.json")
+    model = Model(pipeline)
     row["model_build_s"] = round(time.perf_counter() - t, 2)
     say(f"model alone: decoding {', '.join(model.inputs)} from {feed.name}")
     t = time.perf_counter()
-    reader = read_itch_batches(feed, batch_packets=batch_packets)
+    reader = SpecTraceReader(feed, pipeline.spec, model.inputs, batch_packets=batch_packets)  # as replay reads it
     batches = [{f: b[f] for f in model.inputs} for b in reader]
     row["decode_s"] = round(time.perf_counter() - t, 1)
     rows = sum(len(b[model.inputs[0]]) for b in batches)

@@ -23,6 +23,12 @@ How a batch is evaluated without testing every rule on every message:
     evaluated on the pairs, constants gathered per term. Without key fields every term pairs with
     every message, so rule sets made of such filters cost rules x messages (in bounded blocks).
 
+Header validity: a rule applies to a message only when the scalar headers it reads are valid in its
+packet (an order rule never applies to a DNS packet, even where the order fields read as 0). Terms
+are grouped by those headers too, and a family runs only on the rows whose ``h.$valid`` columns
+say they carry them (a column left out means valid, as in :meth:`runtime.model.Model.with_validity`).
+A stack's rows are its elements, so a stacked header is valid in every row.
+
 Attributes that are not packet fields (state variables, aggregates) have no value in a trace, so a
 rule set that uses them is refused. User-action calls are not port deliveries and are ignored.
 """
@@ -36,7 +42,7 @@ import numpy as np
 
 from compiler import rules as ast
 from compiler.errors import P4subError
-from compiler.spec import QueryField
+from compiler.spec import QueryField, Spec
 from compiler.typecheck import TypedRules
 from compiler.values import encode_string, scale_decimal
 from runtime.model import batch_rows
@@ -288,8 +294,9 @@ class _Family:
     """Terms sharing key fields, threshold operator and residual shape (see the module docstring)."""
 
     def __init__(self, keys: tuple[tuple[str, int], ...], threshold: tuple[str, str] | None, shape: tuple,
-                 terms: list[_Term], fields: Mapping[str, QueryField], words: int) -> None:
+                 terms: list[_Term], fields: Mapping[str, QueryField], words: int, needs: tuple[str, ...] = ()) -> None:
         self.keys, self.threshold, self.shape = keys, threshold, shape
+        self.needs = needs  # validity columns (h.$valid) a row must have set for these terms to apply
         self.size = len(terms)
         rows = np.array([[t.keys[k] for k in keys] for t in terms], dtype=np.uint64).reshape(len(terms), len(keys))
         self.index = _KeyIndex(keys, rows)
@@ -407,6 +414,24 @@ def _leaves(shape: tuple) -> Iterator[tuple]:
 # ------------------------------------------------------------------------------------------------
 
 
+def valid_column(header: str) -> str:
+    """The column that says whether a packet carries ``header`` (the model's ``h.$valid``)."""
+    return f"{header}.$valid"
+
+
+def _scalar_headers(rule: ast.Rule, spec: Spec | None) -> tuple[str, ...]:
+    """The scalar headers whose fields ``rule`` compares (without a spec: none, every row applies)."""
+    if spec is None:
+        return ()
+    out = set()
+    for cmp in ast.comparisons(rule.filter):
+        header = cmp.attribute.name.split(".", 1)[0]
+        inst = spec.header(header)
+        if inst is not None and inst.stack_size is None:
+            out.add(header)
+    return tuple(sorted(out))
+
+
 def rule_ports(typed: TypedRules) -> set[int]:
     return {p for rule in typed.rules for p in rule.ports}
 
@@ -434,6 +459,7 @@ class GroundTruth:
         for rule in typed.rules:
             if not rule.ports:
                 continue
+            needs = tuple(valid_column(h) for h in _scalar_headers(rule, typed.spec))
             mask = space.mask(rule.ports)
             for d in _disjuncts(rule.filter):
                 term = _term(d, typed.fields, mask)
@@ -442,13 +468,18 @@ class GroundTruth:
                 keys = tuple(sorted(term.keys))
                 threshold = (term.threshold.field, term.threshold.op) if term.threshold else None
                 shape = _tree(ast.And(tuple(term.residual)), typed.fields)[0] if term.residual else ()
-                groups.setdefault((keys, threshold, shape), []).append(term)
-        fams = [_Family(k, t, s, terms, typed.fields, space.words) for (k, t, s), terms in groups.items()]
+                groups.setdefault((keys, threshold, shape, needs), []).append(term)
+        fams = [_Family(k, t, s, terms, typed.fields, space.words, v) for (k, t, s, v), terms in groups.items()]
         used = {name for rule in typed.rules for name in (c.attribute.name for c in ast.comparisons(rule.filter))}
         return cls(space, {name: typed.fields[name].width for name in sorted(used)}, fams)
 
     def columns_needed(self) -> list[str]:
         return list(self.fields)
+
+    @property
+    def validity(self) -> list[str]:
+        """The ``h.$valid`` columns some rule depends on (optional in :meth:`wanted`)."""
+        return sorted({v for fam in self.families for v in fam.needs})
 
     def wanted(self, columns: Mapping[str, Any], rows: int | None = None) -> np.ndarray:
         """Per row, the ports whose rules hold, as ``(rows, words)`` uint64 masks (``rows``: as
@@ -460,7 +491,18 @@ class GroundTruth:
         cols = {name: _column(columns[name], width) for name, width in self.fields.items()}
         out = self.space.empty(n)
         for fam in self.families:
-            fam.apply(cols, n, out)
+            given = [np.asarray(columns[v]).astype(bool) for v in fam.needs if v in columns]
+            if not given:
+                fam.apply(cols, n, out)
+                continue
+            carried = np.logical_and.reduce(given)
+            if carried.all():
+                fam.apply(cols, n, out)
+                continue
+            rows = np.flatnonzero(carried)
+            sub = self.space.empty(len(rows))
+            fam.apply({name: col[rows] for name, col in cols.items()}, len(rows), sub)
+            out[rows] |= sub
         return out
 
     def describe(self) -> list[dict[str, Any]]:

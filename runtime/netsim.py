@@ -25,6 +25,7 @@ messages, bytes, and the *extra* traffic: copies on a link behind which no host 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ import numpy as np
 
 from compiler import ir
 from compiler.errors import P4subError, SourceLocation
+from compiler.spec import Spec
 from compiler.lang import read_rules
 from compiler.network_compile import HOST_ID_BITS, layer_name
 from compiler.routing import UP_PORT, orientation
@@ -175,31 +177,50 @@ class Batch:
         return len(self.packet)
 
 
-def itch_batches(path: str | Path, batch_packets: int = 65536) -> Iterator[Batch]:
-    """Add Order rows of an ITCH pcap (apps/itch/columnar.py); a message costs its MoldUDP64 block."""
-    from apps.itch.columnar import read_itch_batches
+def pcap_batches(path: str | Path, spec: Spec, fields: Iterable[str], mode: str,
+                 batch_packets: int = 65536) -> Iterator[Batch]:
+    """Message rows of a pcap as ``spec``'s parser reads it (:mod:`runtime.spec_trace`).
 
-    for b in read_itch_batches(path, batch_packets=batch_packets):
+    ``prune`` mode: a message costs its size on the wire (one element of each stack of its group,
+    ITCH's 38-byte block; a packet without a stack is one message of its own length) and a packet
+    the rest of its length. ``union`` mode: a packet costs its length, carried whole.
+    """
+    from runtime.spec_trace import SpecTraceReader
+
+    for b in SpecTraceReader(path, spec, fields, batch_packets):
         packet = b["packet_index"].astype(np.int64)
-        block = b["msg_len"].astype(np.int64) + 2
         first = _first_of_runs(packet)
-        per_packet = np.add.reduceat(block, np.flatnonzero(first)) if len(packet) else block
+        cols = {k: v for k, v in b.items() if "." in k}
+        length = b["packet_len"].astype(np.int64)
+        if mode == "union":
+            yield Batch(cols, packet, np.zeros(len(packet), dtype=np.int64), np.where(first, length, 0))
+            continue
+        message = b["message_bytes"].astype(np.int64)
+        per_packet = np.add.reduceat(message, np.flatnonzero(first)) if len(packet) else message
         base = np.zeros(len(packet), dtype=np.int64)
-        base[first] = b["packet_len"].astype(np.int64)[first] - per_packet
-        cols = {k: v for k, v in b.items() if "." in k}
-        yield Batch(cols, packet, block, np.maximum(base, 0))
+        base[first] = length[first] - per_packet
+        yield Batch(cols, packet, message, np.maximum(base, 0))
 
 
-def int_batches(path: str | Path, batch_packets: int = 65536) -> Iterator[Batch]:
-    """Hop rows of an INT pcap (apps/int/columnar.py); a packet costs its frame length."""
-    from apps.int.columnar import read_int_batches
+def pcap_mode(network: Network, spec: Spec) -> str:
+    """``prune`` when the switches' program keeps per port only the messages it wants, else ``union``.
 
-    for b in read_int_batches(path, batch_packets=batch_packets):
-        packet = b["packet_index"].astype(np.int64) * 64 + b["report_index"].astype(np.int64)
-        first = _first_of_runs(packet)
-        size = np.where(first, b["packet_len"].astype(np.int64), 0)
-        cols = {k: v for k, v in b.items() if "." in k}
-        yield Batch(cols, packet, np.zeros(len(packet), dtype=np.int64), size)
+    That is the BMv2 backend's choice (:func:`backends.common.messages.message_layout`): pruning
+    needs a stack of messages and a count field before it (ITCH), a stack without one travels whole
+    (INT). A packet that is one message (no stack queried) is the same either way.
+    """
+    from backends.common.messages import message_layout
+    from compiler.errors import TargetError
+
+    for sw in network.switches.values():
+        pipeline = sw.model.pipeline
+        try:
+            layout = message_layout(dataclasses.replace(pipeline, spec=spec))
+        except TargetError:
+            return "union"
+        if layout.stack is not None:
+            return "prune" if layout.can_prune else "union"
+    return "prune"
 
 
 def json_batches(path: str | Path, fields: Mapping[str, tuple[int, int]], batch_rows: int = 262144,
@@ -264,8 +285,9 @@ def _first_of_runs(packet: np.ndarray) -> np.ndarray:
     return first
 
 
-def trace_batches(path: str | Path, network: Network) -> tuple[Iterator[Batch], str]:
-    """Batches of a trace and the mode that fits it: ITCH pcap (prune), INT pcap (union), JSON lines (prune)."""
+def trace_batches(path: str | Path, network: Network, spec: Spec | None = None) -> tuple[Iterator[Batch], str]:
+    """Batches of a trace and the mode that fits it: a pcap read by the spec's parse graph (``spec``,
+    default the network's) in the mode its program uses (:func:`pcap_mode`), or JSON lines (prune)."""
     p = Path(path)
     if not p.exists():
         raise P4subError(f"{p}: no such trace")
@@ -273,11 +295,12 @@ def trace_batches(path: str | Path, network: Network) -> tuple[Iterator[Batch], 
         magic = f.read(4)
     pcap = magic in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a")
     if pcap:
-        if any(f.startswith("add_order.") for f in network.inputs):
-            return itch_batches(p), "prune"
-        if any(f.startswith("int_hop.") for f in network.inputs):
-            return int_batches(p), "union"
-        raise P4subError(f"{p}: a pcap, but the rules read neither ITCH (add_order.*) nor INT (int_hop.*) fields")
+        spec = spec or network.spec
+        from runtime.columnar import SpecReader
+
+        SpecReader(spec, network.inputs)  # every field must be one the parser can give, before any packet
+        mode = pcap_mode(network, spec)
+        return pcap_batches(p, spec, network.inputs, mode), mode
     fields = {}
     for f in network.inputs:
         width = network.spec.field_width(f)
@@ -450,7 +473,8 @@ def _simulate_batch(network: Network, batch: Batch, publisher: str, mode: str, t
     offset = sim.messages
     sim.messages += n
     sim.packets += len(starts)
-    wanted = truth.wanted({f: batch.columns[f] for f in truth.columns_needed()}, rows=n)
+    wanted = truth.wanted({f: batch.columns[f] for f in truth.columns_needed() + truth.validity
+                           if f in batch.columns}, rows=n)
     if mode == "union":  # a packet is wanted where any of its messages is
         wanted = np.bitwise_or.reduceat(wanted, starts, axis=0)[seg]
     words = wanted.shape[1]
@@ -507,7 +531,8 @@ def _simulate_batch(network: Network, batch: Batch, publisher: str, mode: str, t
 def _switch_ports(sw: SwitchSim, batch: Batch, rows: np.ndarray, ingress: np.ndarray, mode: str,
                   sim: Simulation) -> np.ndarray:
     """(rows, physical ports) bool: where each row's copy leaves the switch."""
-    res = sw.model.run({f: batch.columns[f][rows] for f in sw.model.inputs}, rows=len(rows))
+    res = sw.model.run({f: batch.columns[f][rows] for f in sw.model.inputs + sw.model.validity if f in batch.columns},
+                       rows=len(rows))
     k = len(rows)
     out = np.zeros((k, len(sw.ports) + 1), dtype=bool)
     grouped = res.group > 0

@@ -13,7 +13,8 @@ The work is split the Spark way, with everything heavy in numpy inside the tasks
    broadcast (:class:`~runtime.replay_partition.ReplayContext`); Python workers are reused, so
    each executor process unpickles them once;
 3. one Spark partition per range: ``mapInPandas`` hands each task its range, the task reads it
-   batch by batch with the app's columnar reader and returns counters only
+   batch by batch through the spec's parse graph (:mod:`runtime.spec_trace`, the switch's own
+   reading of the packets, for any protocol) and returns counters only
    (:func:`~runtime.replay_partition.replay_range`), so executor memory is one batch whatever
    the trace size;
 4. the driver sums the counters (:class:`ReplayResult`); :mod:`runtime.replay_report` writes them.
@@ -43,7 +44,7 @@ from apps.pcap import PcapRange
 from compiler import ir
 from compiler.errors import P4subError
 from compiler.typecheck import TypedRules
-from runtime.replay_apps import detect_app
+from compiler.spec import Spec
 from runtime.replay_partition import PartitionStats, ReplayContext, merge, replay_range
 from runtime.replay_ports import PortSpace
 from runtime.replay_split import DEFAULT_RANGE_BYTES, TraceSplit, split_trace
@@ -62,7 +63,7 @@ class ReplayResult:
     truth built and broadcast), ``job`` (the Spark job, or the in-process loop), ``wall`` (all).
     """
 
-    app: str
+    app: str  # the protocol's name: the trace spec's file name without .p4
     traces: list[str]
     space: PortSpace
     total: PartitionStats
@@ -130,6 +131,27 @@ def _byte_progress(path: str):
     return report
 
 
+APPS = ("itch", "int")
+
+
+def trace_spec(pipeline: ir.Pipeline, spec: Spec | None = None, app_name: str | None = None) -> tuple[Spec, str]:
+    """The spec whose parser reads the traces, and its name for reports.
+
+    ``spec``, or ``app_name`` (``itch``/``int``) naming a shipped app's spec; by default the spec
+    the pipeline was compiled against (``pipeline.json`` keeps it whole, parse graph included).
+    """
+    if spec is not None and app_name is not None:
+        raise P4subError("give the trace format as a spec or as an app name, not both")
+    if app_name is not None:
+        if app_name not in APPS:
+            raise P4subError(f"unknown app {app_name!r}; the shipped apps are {', '.join(APPS)} (or pass a spec)")
+        from compiler.spec_reader import read_spec
+
+        spec = read_spec(project_root() / "apps" / app_name / f"{app_name}.p4")
+    spec = spec or pipeline.spec
+    return spec, Path(spec.path).stem or "spec"
+
+
 def _assemble(app_name: str, traces: list[TraceSplit], ctx: ReplayContext, stats: list[PartitionStats],
               timings: dict[str, float], master: str, cores: int, typed: TypedRules) -> ReplayResult:
     stats = sorted(stats, key=lambda s: s.part)
@@ -148,12 +170,12 @@ def _assemble(app_name: str, traces: list[TraceSplit], ctx: ReplayContext, stats
 
 
 def replay_local(pipeline: ir.Pipeline, typed: TypedRules, traces: Sequence[str | os.PathLike[str]], *,
-                 app_name: str | None = None, partitions: int | None = None,
+                 spec: Spec | None = None, app_name: str | None = None, partitions: int | None = None,
                  batch_packets: int = DEFAULT_BATCH_PACKETS) -> ReplayResult:
     """The same ranges and tasks as :func:`replay`, run one after another in this process."""
     start = time.perf_counter()
-    app_name = app_name or detect_app(pipeline)
-    ctx = ReplayContext.build(pipeline, typed, app_name, batch_packets)
+    spec, app_name = trace_spec(pipeline, spec, app_name)
+    ctx = ReplayContext.build(pipeline, typed, spec, batch_packets)
     t_setup = time.perf_counter()
     splits = split_traces(traces, 1, partitions)
     t_split = time.perf_counter()
@@ -300,17 +322,18 @@ class _Progress(threading.Thread):
 
 
 def replay(pipeline: ir.Pipeline, typed: TypedRules, traces: Sequence[str | os.PathLike[str]], *,
-           app_name: str | None = None, spark=None, master: str = "local[*]", partitions: int | None = None,
+           spec: Spec | None = None, app_name: str | None = None, spark=None, master: str = "local[*]", partitions: int | None = None,
            batch_packets: int = DEFAULT_BATCH_PACKETS, progress: bool = False) -> ReplayResult:
     """Replay ``traces`` through ``pipeline`` on Spark and count deliveries against ``typed`` rules.
 
+    ``spec``/``app_name``: how to read the traces (see :func:`trace_spec`; default: the pipeline's spec).
     ``spark``: a session to use (else one is made for ``master``, see :func:`replay_session`).
     ``partitions``: how many ranges to cut the traces into (default: see :func:`plan_partitions`).
     ``progress``: report the driver's walk and finished partitions on stderr.
     """
     start = time.perf_counter()
-    app_name = app_name or detect_app(pipeline)
-    ctx = ReplayContext.build(pipeline, typed, app_name, batch_packets)
+    spec, app_name = trace_spec(pipeline, spec, app_name)
+    ctx = ReplayContext.build(pipeline, typed, spec, batch_packets)
     with contextlib.ExitStack() as stack:
         if spark is None:
             spark = stack.enter_context(replay_session(master))

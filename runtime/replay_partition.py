@@ -23,12 +23,13 @@ import numpy as np
 
 from apps.pcap import PcapRange
 from compiler import ir
-from compiler.errors import P4subError
+from compiler.spec import Spec
 from compiler.typecheck import TypedRules
+from runtime.columnar import SpecReader
 from runtime.groundtruth import GroundTruth, rule_ports
 from runtime.model import Model, Result
-from runtime.replay_apps import TraceApp, app
 from runtime.replay_ports import BLOCK_ROWS, PortSpace, count_bits, or_segments
+from runtime.spec_trace import SpecTraceReader
 
 # Per-port counters, in the order they are stored.
 PORT_METRICS = (
@@ -63,22 +64,19 @@ class ReplayContext:
     model: Model
     truth: GroundTruth
     space: PortSpace
-    app_name: str
+    reader: SpecReader
     batch_packets: int
     port_masks: np.ndarray  # (max port + 1, words)
     group_masks: np.ndarray  # (max group id + 1, words)
 
     @classmethod
-    def build(cls, pipeline: ir.Pipeline, typed: TypedRules, app_name: str, batch_packets: int = 1 << 15) -> "ReplayContext":
+    def build(cls, pipeline: ir.Pipeline, typed: TypedRules, spec: Spec | None = None,
+              batch_packets: int = 1 << 15) -> "ReplayContext":
+        """``spec``: whose parser reads the traces (default: the one the pipeline was compiled against)."""
         space = PortSpace.of(pipeline_ports(pipeline) | rule_ports(typed))
         truth = GroundTruth.build(typed, space)
         model = Model(pipeline)
-        trace_app = app(app_name)
-        missing = sorted((set(model.inputs) | set(truth.fields)) - set(trace_app.columns))
-        if missing:
-            raise P4subError(f"{app_name} traces carry no {', '.join(missing)}; the {'pipeline' if set(missing) & set(model.inputs) else 'rules'}"
-                             f" test{'s' if len(missing) == 1 else ''} {'it' if len(missing) == 1 else 'them'}"
-                             f" (an {app_name} trace has: {', '.join(c for c in trace_app.columns if '.' in c)})")
+        reader = SpecReader(spec or pipeline.spec, list(model.inputs) + list(truth.fields))
         top_port = max(space.ports, default=0)
         port_masks = np.zeros((top_port + 1, space.words), dtype=np.uint64)
         for p in space.ports:
@@ -87,11 +85,7 @@ class ReplayContext:
         group_masks = np.zeros((top_group + 1, space.words), dtype=np.uint64)
         for g in pipeline.multicast_groups:
             group_masks[g.id] = space.mask(g.ports)
-        return cls(model, truth, space, app_name, batch_packets, port_masks, group_masks)
-
-    @property
-    def app(self) -> TraceApp:
-        return app(self.app_name)
+        return cls(model, truth, space, reader, batch_packets, port_masks, group_masks)
 
     def delivered(self, result: Result) -> np.ndarray:
         """The model's verdicts as masks, with :meth:`Result.ports_of`'s reading: a multicast group
@@ -123,6 +117,7 @@ class PartitionStats:
     ports: dict[str, np.ndarray] = field(default_factory=dict)
     damage: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
+    statuses: dict[str, int] = field(default_factory=dict)  # packets per parse status
 
     @classmethod
     def empty(cls, part: int, n_ports: int) -> "PartitionStats":
@@ -130,10 +125,12 @@ class PartitionStats:
 
     # -- long format, for Spark rows ------------------------------------------------------------
     def to_rows(self, space: PortSpace) -> list[tuple[int, str, int, int]]:
-        """``(part, metric, port, value)``; port -1 for scalars, damage (``damage:reason``) and skips."""
+        """``(part, metric, port, value)``; port -1 for scalars, damage (``damage:reason``), skips and
+        parse statuses (``status:name``)."""
         rows = [(self.part, k, -1, int(v)) for k, v in self.scalars.items()]
         rows += [(self.part, f"damage:{k}", -1, int(v)) for k, v in self.damage.items()]
         rows += [(self.part, f"skipped:{k}", -1, int(v)) for k, v in self.skipped.items()]
+        rows += [(self.part, f"status:{k}", -1, int(v)) for k, v in self.statuses.items()]
         for m, arr in self.ports.items():
             rows += [(self.part, m, p, int(v)) for p, v in zip(space.ports, arr.tolist()) if v]
         return rows
@@ -146,6 +143,8 @@ class PartitionStats:
                 out.damage[metric[7:]] = out.damage.get(metric[7:], 0) + value
             elif metric.startswith("skipped:"):
                 out.skipped[metric[8:]] = out.skipped.get(metric[8:], 0) + value
+            elif metric.startswith("status:"):
+                out.statuses[metric[7:]] = out.statuses.get(metric[7:], 0) + value
             elif port < 0:
                 out.scalars[metric] = out.scalars.get(metric, 0) + value
             else:
@@ -206,8 +205,7 @@ def count_batch(ctx: ReplayContext, batch: dict[str, np.ndarray], stats: Partiti
     wanted = ctx.truth.wanted(batch)
     t2 = time.perf_counter_ns()
     delivered = ctx.delivered(result)
-    msg_bytes = ctx.app.message_bytes
-    size = batch[msg_bytes].astype(np.int64) if msg_bytes is not None else None
+    size = batch["message_bytes"].astype(np.int64)
     _count(ctx.space, delivered, wanted, size, MESSAGE_COUNTS, MESSAGE_WEIGHTS, stats.ports)
     starts = _packet_starts(batch["packet_index"])
     pkt_len = batch["packet_len"][starts].astype(np.int64)
@@ -225,7 +223,7 @@ def replay_range(ctx: ReplayContext, rng: PcapRange, part: int) -> PartitionStat
     """Read, run and count one range of a trace."""
     start = time.perf_counter_ns()
     stats = PartitionStats.empty(part, len(ctx.space.ports))
-    source = ctx.app.open(rng, ctx.batch_packets)
+    source = SpecTraceReader(rng.path, ctx.reader, batch_packets=ctx.batch_packets, byte_range=rng)
     batches = iter(source)
     decode_ns = 0
     while True:
@@ -236,11 +234,12 @@ def replay_range(ctx: ReplayContext, rng: PcapRange, part: int) -> PartitionStat
             break
         count_batch(ctx, batch, stats)
     stats.scalars["packets"] = source.packets_read
-    stats.scalars["messages"] = ctx.app.messages_read(source, stats.scalars["rows"])
+    stats.scalars["messages"] = source.messages_read
     stats.scalars["decode_ns"] = decode_ns
     stats.scalars["wall_ns"] = time.perf_counter_ns() - start
     stats.damage = dict(source.damage.counts)
     stats.skipped = dict(source.skipped.counts)
+    stats.statuses = dict(source.statuses)
     return stats
 
 
@@ -256,5 +255,7 @@ def merge(stats: Iterable[PartitionStats], n_ports: int) -> PartitionStats:
             total.damage[k] = total.damage.get(k, 0) + v
         for k, v in s.skipped.items():
             total.skipped[k] = total.skipped.get(k, 0) + v
+        for k, v in s.statuses.items():
+            total.statuses[k] = total.statuses.get(k, 0) + v
     return total
 

@@ -61,6 +61,7 @@ def summary(result: ReplayResult) -> dict[str, Any]:
         "damaged": sum(t.damage.values()),
         "damage": dict(sorted(t.damage.items())),
         "skipped": dict(sorted(t.skipped.items())),
+        "parse_statuses": dict(sorted(t.statuses.items())),
         "totals": totals,
         "throughput": {
             "end_to_end_messages_per_s": _rate(s["messages"], streamed),
@@ -89,7 +90,8 @@ def text_table(data: dict[str, Any]) -> str:
     th = data["throughput"]
     lines = [
         f"replayed {data['messages']:,} messages ({data['rows']:,} rows for the pipeline) in {data['packets']:,} packets "
-        f"from {len(data['traces'])} trace(s); {data['damaged']:,} damaged spot(s) skipped",
+        f"from {len(data['traces'])} trace(s); {data['damaged']:,} damaged spot(s) skipped; parser: "
+        + (", ".join(f"{n:,} {k}" for k, n in data["parse_statuses"].items()) or "no packet"),
         f"end to end {_si(th['end_to_end_messages_per_s'])} messages/s on {data['master']} ({data['partitions']} partitions); "
         f"pipeline alone {_si(th['pipeline_rows_per_s_per_core'])} rows/s per core "
         f"({_si(th['pipeline_messages_per_s_per_core'])} messages/s)",

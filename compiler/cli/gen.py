@@ -1,4 +1,5 @@
-"""``p4sub gen``: generate ITCH feeds, INT traces, Siena messages and subscription workloads.
+"""``p4sub gen``: generate ITCH feeds, INT traces, Siena messages and subscription workloads, and
+with ``--spec SPEC`` packets of any protocol a spec describes (:mod:`runtime.spec_gen`).
 
 Each generator is seeded and deterministic; long runs report progress on stderr. Summaries go
 to stderr too, so that ``p4sub gen rules -o -`` can be piped.
@@ -182,6 +183,55 @@ def run_siena(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_spec(args: argparse.Namespace) -> int:
+    """``p4sub gen --spec SPEC -o FILE``: random packets along the spec's parse graph, as pcap."""
+    from apps.pcap import write_pcap
+    from compiler.spec_reader import read_spec
+    from runtime.spec_gen import SpecPacketGenerator, rule_constants
+
+    if args.gen_command is not None:
+        raise P4subError(f"--spec generates packets of the spec's own protocol; it does not go with gen {args.gen_command}")
+    if not args.spec_output:
+        raise P4subError("gen --spec needs -o FILE (the pcap to write)")
+    if args.spec_packets < 0:
+        raise P4subError("--packets must be >= 0")
+    spec = read_spec(args.spec)
+    constants = None
+    if args.spec_rules:
+        from compiler.lang import read_rules
+        from compiler.typecheck import check_rules
+
+        constants = rule_constants(check_rules(read_rules(args.spec_rules), spec))
+    gen = SpecPacketGenerator(spec, args.spec_seed, constants)
+    first = gen.packet() if args.spec_packets else None  # a spec no walk can accept fails before the file exists
+    progress = _Progress("gen --spec", not args.spec_quiet and args.spec_packets >= 100_000)
+    start_ns, gap_ns = 1_548_806_400 * 10**9, 1_000
+
+    def frames() -> Iterator[tuple[int, bytes]]:
+        for i in range(args.spec_packets):
+            if i % 10_000 == 0:
+                progress(i, args.spec_packets)
+            yield start_ns + i * gap_ns, first if i == 0 else gen.packet()
+
+    started = time.monotonic()
+    n = write_pcap(args.spec_output, frames())
+    progress.finish()
+    if not args.spec_quiet:
+        print(f"wrote {args.spec_output}: {n:,} packets of {spec.path} in {time.monotonic() - started:.1f} s",
+              file=sys.stderr)
+    return 0
+
+
+def _without_spec(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A subcommand's runner that refuses ``gen --spec`` before it (the options would be ignored)."""
+    def checked(args: argparse.Namespace) -> int:
+        if getattr(args, "spec", None):
+            raise P4subError(f"--spec generates packets of the spec's own protocol; it does not go with "
+                             f"gen {args.gen_command}")
+        return run(args)
+    return checked
+
+
 def _write_text(path: str, text: str) -> None:
     try:
         with open(path, "w", encoding="utf-8") as out:
@@ -216,7 +266,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         sub, "gen", "generate ITCH feeds, INT traces, Siena messages and subscription workloads",
         "p4sub gen itch --messages 1000000 --symbols 100 --zipf 1.1 --batch 1-12 --seed 1 -o feed.pcap",
     )
-    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
+    parser.add_argument("--spec", help="write packets of this spec's protocol: random walks of its parse graph, "
+                                       "random values for the queried fields (needs -o)")
+    parser.add_argument("--packets", dest="spec_packets", type=int, default=10_000, help="with --spec: packets (10000)")
+    parser.add_argument("--seed", dest="spec_seed", type=int, default=0, help="with --spec: random seed (0)")
+    parser.add_argument("--rules", dest="spec_rules", metavar="RULES",
+                        help="with --spec: draw the queried fields near these rules' constants half of the time")
+    parser.add_argument("-o", "--output", dest="spec_output", help="with --spec: the pcap to write")
+    parser.add_argument("-q", "--quiet", dest="spec_quiet", action="store_true", help="with --spec: no summary")
+    parser.set_defaults(func=lambda args: run_spec(args) if args.spec else (parser.print_help(), 2)[1])
     gen = parser.add_subparsers(dest="gen_command", metavar="WHAT")
 
     itch = add_command(
@@ -238,7 +296,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     itch.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
     itch.add_argument("--progress", action="store_true", help="report progress on stderr even for short runs")
     itch.add_argument("-o", "--output", required=True, help="output file")
-    itch.set_defaults(func=run_itch)
+    itch.set_defaults(func=_without_spec(run_itch))
 
     intp = add_command(
         gen, "int", "INT-MD packets over UDP (or Telemetry Report v2.0 packets) with anomalous hop latencies",
@@ -256,7 +314,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     intp.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
     intp.add_argument("--progress", action="store_true", help="report progress on stderr even for short runs")
     intp.add_argument("-o", "--output", required=True, help="output pcap")
-    intp.set_defaults(func=run_int)
+    intp.set_defaults(func=_without_spec(run_int))
 
     siena = add_command(
         gen, "siena", "Siena-style messages over UDP (pcap), drawn like the constants of gen rules --workload siena",
@@ -274,7 +332,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     siena.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
     siena.add_argument("--progress", action="store_true", help="report progress on stderr even for short runs")
     siena.add_argument("-o", "--output", required=True, help="output pcap")
-    siena.set_defaults(func=run_siena)
+    siena.set_defaults(func=_without_spec(run_siena))
 
     rules = add_command(
         gen, "rules", "subscription workloads: Camus ITCH, INT, hICN, Siena-style",
@@ -304,4 +362,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     rules.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
     rules.add_argument("--progress", action="store_true", help="report progress on stderr even for short runs")
     rules.add_argument("-o", "--output", default="-", help="output file, - for stdout (-)")
-    rules.set_defaults(func=run_rules)
+    rules.set_defaults(func=_without_spec(run_rules))

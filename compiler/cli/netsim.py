@@ -13,12 +13,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "netsim", "simulate a routed network (p4sub route output) on a trace published at one host",
                     "p4sub netsim out/net --trace feed.pcap --publisher h1 --report out/netsim")
     p.add_argument("out", help="directory written by p4sub route")
-    p.add_argument("--trace", required=True, help="ITCH or INT pcap, or JSON lines of field values (one message each)")
+    p.add_argument("--trace", required=True, help="pcap (read by the spec's parser) or JSON lines of field values "
+                                                  "(one message each)")
+    p.add_argument("--spec", help="spec whose parser reads a pcap trace (default: the one the switches were compiled "
+                                  "against, in their pipeline.json)")
     p.add_argument("--publisher", required=True, help="host that publishes the trace")
     p.add_argument("--report", help="directory for netsim.json and netsim.png")
     p.add_argument("--mode", choices=("auto", "prune", "union"), default="auto",
                    help="prune: each message travels alone (ITCH); union: a packet carries all its messages "
-                        "(INT); auto picks from the trace")
+                        "(INT); auto: as the switches' program does")
     p.add_argument("--limit", type=int, help="stop after this many messages")
     p.set_defaults(func=run)
 
@@ -29,7 +32,12 @@ def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise P4subError("--limit must be at least 1")
     network = load_network(args.out)
-    batches, mode = trace_batches(args.trace, network)
+    spec = None
+    if args.spec:
+        from compiler.spec_reader import read_spec
+
+        spec = read_spec(args.spec)
+    batches, mode = trace_batches(args.trace, network, spec)
     sim = simulate(network, batches, args.publisher, mode if args.mode == "auto" else args.mode, limit=args.limit)
     report = sim.report()
     t = report["host_totals"]

@@ -2,8 +2,10 @@
 
 The ground truth is the rule file itself, so replay needs it next to ``OUT/pipeline.json``:
 ``--rules RULES``, or ``OUT/sources.json`` (``{"rules": ...}``, a path absolute or relative to
-OUT) when the compile step recorded it. The spec defaults to the one embedded in
-``pipeline.json`` (the spec the pipeline was compiled against); ``--spec`` overrides it.
+OUT) when the compile step recorded it. Packets are read by the spec's parse graph, the way the
+switch's parser reads them; the spec defaults to the one embedded in ``pipeline.json`` (the spec
+the pipeline was compiled against); ``--spec`` overrides it for the rules and the traces alike,
+``--app itch|int`` names a shipped app's spec.
 Exit status: 0, or 1 when some port missed a message it subscribed to (a false negative).
 """
 
@@ -29,8 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trace", action="append", required=True, metavar="FILE",
                    help="pcap or pcapng capture to replay; repeatable")
     p.add_argument("--rules", help="the rule file the pipeline was compiled from (default: OUT/sources.json)")
-    p.add_argument("--spec", help="spec to check the rules against (default: the one in pipeline.json)")
-    p.add_argument("--app", choices=("itch", "int"), help="trace format (default: guessed from the pipeline's fields)")
+    p.add_argument("--spec", help="spec whose parser reads the traces and whose fields the rules test "
+                                  "(default: the one in pipeline.json)")
+    p.add_argument("--app", choices=("itch", "int"), help="read the traces with a shipped app's spec "
+                                                          "(apps/APP/APP.p4) instead of the pipeline's")
     p.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
     p.add_argument("--partitions", type=int, help="ranges to cut the traces into (default: 2+ per core, ~64 MiB each)")
     p.add_argument("--batch-packets", type=int, default=1 << 15, help="packets a task decodes at once (memory per task)")
@@ -54,18 +58,32 @@ def sources(out: Path) -> dict[str, str]:
     return {k: str(out / v) for k, v in data.items() if isinstance(v, str)}
 
 
-def typed_rules(args: argparse.Namespace, pipeline: ir.Pipeline) -> TypedRules:
+def trace_spec(args: argparse.Namespace, pipeline: ir.Pipeline) -> Spec:
+    """The spec ``--spec`` or ``--app`` names, else the pipeline's."""
+    from runtime.replay import trace_spec as resolve
+
+    if args.spec and args.app:
+        raise P4subError("--spec and --app both name the trace format; give one")
+    if args.spec:
+        from compiler.spec_reader import read_spec
+
+        return read_spec(args.spec)
+    return resolve(pipeline, None, args.app)[0]
+
+
+def typed_rules(args: argparse.Namespace, pipeline: ir.Pipeline, spec: Spec | None = None) -> TypedRules:
     out = Path(args.out)
     recorded = sources(out) if out.is_dir() else {}
     rules_path = args.rules or recorded.get("rules")
     if not rules_path:
         raise P4subError("replay needs the rules the pipeline was compiled from, as ground truth: pass --rules RULES"
                          f" (or record them in {out / 'sources.json'})")
-    spec: Spec = pipeline.spec
-    if args.spec:
-        from compiler.spec_reader import read_spec
+    if spec is None:
+        spec = pipeline.spec
+        if getattr(args, "spec", None):
+            from compiler.spec_reader import read_spec
 
-        spec = read_spec(args.spec)
+            spec = read_spec(args.spec)
     return check_rules(read_rules(rules_path), spec)
 
 
@@ -88,9 +106,10 @@ def run(args: argparse.Namespace) -> int:
     if args.batch_packets < 1:
         raise P4subError("--batch-packets must be at least 1")
     pipeline = ir.load(args.out)
-    typed = typed_rules(args, pipeline)
+    spec = trace_spec(args, pipeline)
+    typed = typed_rules(args, pipeline, spec)
     with replay_session(args.master, _conf(args.conf)) as spark:
-        result = replay(pipeline, typed, args.trace, app_name=args.app, spark=spark, partitions=args.partitions,
+        result = replay(pipeline, typed, args.trace, spec=spec, spark=spark, partitions=args.partitions,
                         batch_packets=args.batch_packets, progress=not args.quiet)
     data = write_report(result, args.report) if args.report else summary(result)
     print(text_table(data))

@@ -10,9 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from apps.int.columnar import concat_int_batches, read_int_batches
-from apps.itch.columnar import concat_batches, read_itch_batches
-from apps.pcap import pcap_record_offsets
+from apps.pcap import PcapReader, pcap_record_offsets
 from compiler import ir
 from compiler.compile import CompileOptions, compile_rules
 from compiler.lang import parse_rules
@@ -20,6 +18,7 @@ from compiler.oracle import evaluate
 from runtime.model import Model
 from runtime.replay import replay, replay_local
 from runtime.replay_partition import PORT_METRICS
+from runtime.spec_trace import read_trace
 from tests.runtime.conftest import ITCH_RULES
 
 # ------------------------------------------------------------------------------------------------
@@ -67,14 +66,22 @@ def as_counters(result) -> dict[str, Counter]:
     return {m: Counter({p: int(v) for p, v in zip(result.space.ports, result.total.ports[m]) if v}) for m in PORT_METRICS}
 
 
+ITCH_FIELDS = ["add_order.stock", "add_order.price", "add_order.shares", "add_order.buy_sell_indicator"]
+INT_FIELDS = ["int_hop.switch_id", "int_hop.hop_latency", "int_hop.queue_occupancy"]
+
+
 def itch_columns(path: Path) -> dict[str, np.ndarray]:
-    return concat_batches(read_itch_batches(path))
+    """The feed's rows as the spec's parser reads them (the replay's own reading)."""
+    from compiler.spec_reader import read_spec
+
+    return read_trace(path, read_spec(Path(__file__).resolve().parents[2] / "apps/itch/itch.p4"), ITCH_FIELDS)
 
 
 def totals(result) -> dict:
     return {"ports": {m: result.total.ports[m].tolist() for m in PORT_METRICS},
             "scalars": {k: result.total.scalars[k] for k in ("packets", "messages", "rows", "rows_with_delivery")},
-            "damage": dict(result.total.damage), "skipped": dict(result.total.skipped)}
+            "damage": dict(result.total.damage), "skipped": dict(result.total.skipped),
+            "statuses": dict(result.total.statuses)}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -85,7 +92,7 @@ def totals(result) -> dict:
 def test_itch_counts_equal_message_by_message_sets(itch_compiled, itch_feed) -> None:
     result = replay_local(itch_compiled.pipeline, itch_compiled.typed, [itch_feed], partitions=3, batch_packets=500)
     cols = itch_columns(itch_feed)
-    assert as_counters(result) == expected_counts(itch_compiled.pipeline, itch_compiled.typed, cols, "msg_len")
+    assert as_counters(result) == expected_counts(itch_compiled.pipeline, itch_compiled.typed, cols, "message_bytes")
     assert result.app == "itch" and result.exact
     assert result.total.scalars["rows"] == len(cols["packet_index"])
     assert result.total.scalars["messages"] == 20_000  # every MoldUDP64 block, Add Order or not
@@ -99,14 +106,14 @@ def test_bitmap_lanes_replay_counts_equal_message_by_message_sets(itch_spec, itc
     assert compiled.pipeline.delivery.is_bitmap and compiled.pipeline.lanes == 2
     result = replay_local(compiled.pipeline, compiled.typed, [itch_feed], partitions=2, batch_packets=700)
     cols = itch_columns(itch_feed)
-    assert as_counters(result) == expected_counts(compiled.pipeline, compiled.typed, cols, "msg_len")
+    assert as_counters(result) == expected_counts(compiled.pipeline, compiled.typed, cols, "message_bytes")
     assert result.exact and sum(result.total.ports["false_positives"]) == 0
 
 
-def test_int_counts_equal_message_by_message_sets(int_compiled, int_feed) -> None:
+def test_int_counts_equal_message_by_message_sets(int_compiled, int_spec, int_feed) -> None:
     result = replay_local(int_compiled.pipeline, int_compiled.typed, [int_feed], partitions=2)
-    cols = concat_int_batches(read_int_batches(int_feed))
-    assert as_counters(result) == expected_counts(int_compiled.pipeline, int_compiled.typed, cols, None)
+    cols = read_trace(int_feed, int_spec, INT_FIELDS)
+    assert as_counters(result) == expected_counts(int_compiled.pipeline, int_compiled.typed, cols, "message_bytes")
     assert result.app == "int" and result.exact
     assert all(result.total.ports["wanted"][result.space.bit(p)] > 0 for p in (3, 4, 5, 6))
 
@@ -134,7 +141,7 @@ def coarsened_case(itch_spec, itch_feed):
     aapl = cols["add_order.stock"] == int.from_bytes(b"AAPL    ", "big")
     price = cols["add_order.price"].astype(np.int64)
     band = aapl & (price > lo * 100) & (price <= hi * 100)
-    return truth, widened, int(band.sum()), int(cols["msg_len"][band].astype(np.int64).sum())
+    return truth, widened, int(band.sum()), int(cols["message_bytes"][band].astype(np.int64).sum())
 
 
 def test_widened_rule_shows_exactly_the_expected_false_positives(itch_spec, itch_feed) -> None:
@@ -228,15 +235,24 @@ def test_spark_many_partitions_give_the_same_totals_as_one(spark, itch_compiled,
 
 
 @pytest.mark.spark
-def test_spark_damaged_packets_are_counted_not_fatal(spark, itch_compiled, itch_feed, tmp_path) -> None:
+def test_spark_damaged_packets_are_read_as_the_switch_parser_reads_them(spark, itch_spec, itch_compiled, itch_feed,
+                                                                        tmp_path) -> None:
+    """Damage inside packets is not filtered out (a switch checks no UDP checksum): the corrupted
+    message counts (XOR 0xFF on their high byte) send the parser past the last block, a status the
+    replay counts per packet exactly as the reference parser gives it; damage between records is
+    the pcap layer's, counted and resynchronised."""
+    from runtime.parse_graph import ParseGraph
+
     bad = tmp_path / "damaged.pcap"
     corrupted = damaged_copy(itch_feed, bad)
     result = replay(itch_compiled.pipeline, itch_compiled.typed, [bad], spark=spark, partitions=6)
-    clean = replay_local(itch_compiled.pipeline, itch_compiled.typed, [itch_feed], partitions=1)
-    assert result.total.damage["udp_checksum"] == corrupted
+    graph = ParseGraph(itch_spec)
+    parsed = [graph.parse(rec.data) for rec in PcapReader(bad)]
+    assert result.total.statuses == dict(Counter(p.status for p in parsed))
+    assert corrupted // 2 < result.total.statuses["packet_too_short"] <= corrupted
+    assert result.total.scalars["rows"] == sum(len(p.stacks.get("add_order", ())) for p in parsed)
     assert result.total.damage.get("bad_record_header", 0) >= 1
     assert totals(result) == totals(replay_local(itch_compiled.pipeline, itch_compiled.typed, [bad], partitions=1))
-    assert 0 < clean.total.scalars["rows"] - result.total.scalars["rows"] < 3 * corrupted * 12
     assert result.exact and not result.total.ports["false_positives"].any()
 
 
@@ -272,3 +288,22 @@ def test_cli_replay_finds_rules_in_sources_json(itch_compiled, tmp_path) -> None
 
     (tmp_path / "sources.json").write_text(json.dumps({"rules": "r.sub", "spec": "/abs/spec.p4"}))
     assert sources(tmp_path) == {"rules": str(tmp_path / "r.sub"), "spec": "/abs/spec.p4"}
+
+
+def test_cli_replay_refuses_both_spec_and_app(itch_compiled, itch_feed, tmp_path, capsys) -> None:
+    from compiler.cli import main
+
+    ir.save(itch_compiled.pipeline, tmp_path / "pipeline.json")
+    rules = tmp_path / "r.sub"
+    rules.write_text(ITCH_RULES)
+    spec = str(Path(__file__).resolve().parents[2] / "apps/itch/itch.p4")
+    assert main(["replay", str(tmp_path), "--trace", str(itch_feed), "--rules", str(rules), "--spec", spec,
+                 "--app", "itch"]) == 2
+    assert "--spec and --app" in capsys.readouterr().err
+
+
+def test_replay_with_a_spec_that_lacks_the_pipelines_fields_is_a_user_error(itch_compiled, int_spec, itch_feed) -> None:
+    from compiler.errors import P4subError
+
+    with pytest.raises(P4subError, match="not a field of the spec's headers"):
+        replay_local(itch_compiled.pipeline, itch_compiled.typed, [itch_feed], spec=int_spec)
