@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -128,6 +129,13 @@ def try_pair(roots: dict[str, Path], repo: str, spec: str, rules: str, work: Pat
                    if bmv2.returncode == 0 else first_error(bmv2))
     tofino = p4sub("compile", str(spec_path), str(rules_path), "-o", str(base / "tofino"), "--target", "tofino")
     row["tofino"] = "ok" if tofino.returncode == 0 else first_error(tofino)
+    p4test = shutil.which("p4test")
+    include = Path(os.environ.get("P4SUB_TNA_INCLUDE") or (Path(p4test).resolve().parents[1] / "share/p4c/p4include"
+                                                           if p4test else "."))
+    if tofino.returncode == 0 and p4test and (include / "tna.p4").is_file():
+        front = subprocess.run(["p4test", "-D__TARGET_TOFINO__=1", "-I", str(include), str(base / "tofino" / "program.p4")],
+                               capture_output=True, text=True, timeout=300)
+        row["tofino"] = "ok, p4test accepts it" if front.returncode == 0 else "p4test refuses: " + front.stderr[:200]
     if bmv2.returncode == 0 and not pragma_only:
         row["simple_switch"] = on_switch(base / "bmv2", spec_path, rules_path, base)
     else:
