@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 
 from apps import workloads  # noqa: E402
 from apps.itch.symbols import symbol_names  # noqa: E402
-from backends.tofino import compile_options  # noqa: E402
+from backends.tofino import compile_budget, compile_options  # noqa: E402
 from backends.tofino.layout import plan  # noqa: E402
 from backends.tofino.resources import estimate  # noqa: E402
 from compiler.compile import CompileOptions, compile_rules  # noqa: E402
@@ -110,7 +110,7 @@ def main() -> None:
     rows = []
     for name, spec, rules in workloads_for(args):
         t1 = time.perf_counter()
-        compiled = compile_rules(spec, rules, CompileOptions(tables=compile_options(spec)))
+        compiled = compile_rules(spec, rules, CompileOptions(tables=compile_options(spec), budget=compile_budget()))
         t2 = time.perf_counter()
         layout = plan(compiled.pipeline)
         try:

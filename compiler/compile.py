@@ -128,7 +128,9 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
         limit = None
         if delivery == "auto":
             exact = [c for c in candidates if c.widening is None]
-            limit = min(options.budget.entries, max(2 * exact[0].lanes.size, 20_000)) if exact else options.budget.entries
+            # Edges are about entries plus each node's default edge, as in _bitmap's limit.
+            most = options.budget.entries + options.budget.entries // 4
+            limit = min(most, max(2 * exact[0].lanes.size, 20_000)) if exact else most
         try:
             diagram = bdd.build(typed, field_order=order, dnf_limit=options.dnf_limit, max_edges=limit)
         except bdd.DiagramTooLarge:

@@ -34,6 +34,7 @@ from backends.tofino.program import Program, render
 from backends.tofino.resources import Estimate, estimate
 from backends.tofino.target import TOFINO1, Target, facts
 from compiler import ir
+from compiler.compile import Budget
 from compiler.errors import ResourceError, TargetError
 from compiler.spec import Spec
 from compiler.tables import TableOptions
@@ -55,6 +56,12 @@ class Rendered:
     estimate: Estimate
     entries: dict
     resources: dict
+
+
+def compile_budget(base: Budget = Budget(), target: Target = TOFINO1) -> Budget:
+    """The compile's budget on this target: entries up to what its SRAM could ever hold (the resource
+    estimate is the judge below that), its stages and multicast groups."""
+    return replace(base, entries=target.entry_budget, stages=target.stages, groups=target.multicast_groups - 1)
 
 
 def compile_options(spec: Spec, base: TableOptions = TableOptions(), target: Target = TOFINO1) -> TableOptions:

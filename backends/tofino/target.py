@@ -94,6 +94,13 @@ class Target:
     max_match_priority: int = (1 << 24) - 1
 
     @property
+    def entry_budget(self) -> int:
+        """Entries past which a pipeline cannot fit whatever its keys: every SRAM word of every
+        stage holding two entries (small exact entries pack up to five a word, most fewer). Below
+        it the resource estimate judges; it only bounds how large a compile is worth trying."""
+        return self.stages * self.sram_blocks_per_stage * self.sram_rows * 2
+
+    @property
     def widest_range_key(self) -> int:
         """Bits a range key may have when it starts on a nibble boundary (5 nibbles = 20 bits)."""
         return self.max_range_nibbles * self.nibble_bits

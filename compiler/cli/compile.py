@@ -180,6 +180,12 @@ def run(args: argparse.Namespace) -> int:
     backend = importlib.import_module(f"backends.{args.target}") if args.target != "none" else None
     if backend is not None and hasattr(backend, "compile_options"):
         options = replace(options, tables=backend.compile_options(spec, options.tables))  # the target's encodings
+    if backend is not None and hasattr(backend, "compile_budget"):
+        # The target's limits, except what --budget names: its resource estimate then judges the fit.
+        given = {item.partition("=")[0].strip() for item in args.budget.split(",") if item.strip()}
+        target = backend.compile_budget(options.budget)
+        options = replace(options, budget=replace(options.budget, **{k: getattr(target, k) for k in
+                                                                      ("entries", "groups", "stages") if k not in given}))
     rules = read_rules(args.rules)
     compiled = compile_rules(spec, rules, options)
     for note in compiled.typed.spec.notes:  # what the spec reader skipped, actions inferred from the rules
