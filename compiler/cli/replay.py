@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "p4sub replay out --trace feed.pcap --rules apps/itch/rules.sub --report report/")
     p.add_argument("out", help="directory with pipeline.json (from p4sub compile)")
     p.add_argument("--trace", action="append", required=True, metavar="FILE",
-                   help="pcap or pcapng capture to replay; repeatable")
+                   help="pcap or pcapng capture to replay: a path, or a URL every executor can read "
+                        "(hdfs://, s3a://, file://); repeatable")
     p.add_argument("--rules", help="the rule file the pipeline was compiled from (default: OUT/sources.json)")
     p.add_argument("--spec", help="spec to check the rules against (default: the one in pipeline.json)")
     p.add_argument("--app", choices=("itch", "int"), help="trace format (default: guessed from the pipeline's fields)")
@@ -69,17 +70,8 @@ def typed_rules(args: argparse.Namespace, pipeline: ir.Pipeline) -> TypedRules:
     return check_rules(read_rules(rules_path), spec)
 
 
-def _conf(items: list[str]) -> dict[str, str]:
-    conf = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise P4subError(f"--conf {item!r}: expected KEY=VALUE, e.g. spark.executor.memory=4g")
-        conf[key] = value
-    return conf
-
-
 def run(args: argparse.Namespace) -> int:
+    from compiler.spark_session import parse_conf
     from runtime.replay import replay, replay_session
     from runtime.replay_report import summary, text_table, write_report
 
@@ -89,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         raise P4subError("--batch-packets must be at least 1")
     pipeline = ir.load(args.out)
     typed = typed_rules(args, pipeline)
-    with replay_session(args.master, _conf(args.conf)) as spark:
+    with replay_session(args.master, parse_conf(args.conf)) as spark:
         result = replay(pipeline, typed, args.trace, app_name=args.app, spark=spark, partitions=args.partitions,
                         batch_packets=args.batch_packets, progress=not args.quiet)
     data = write_report(result, args.report) if args.report else summary(result)
