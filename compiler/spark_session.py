@@ -191,7 +191,7 @@ def _summary(exc: BaseException) -> str:
 
 
 def _is_user_error(qualified: str) -> bool:
-    """True when a task's error class is one of p4sub's :class:`P4subError`\ s (its message says it all)."""
+    """True when a task's error class is a p4sub :class:`P4subError` (its message says it all)."""
     module, _, name = qualified.rpartition(".")
     if module.split(".")[0] not in PACKAGES:
         return False

@@ -71,6 +71,7 @@ def typed_rules(args: argparse.Namespace, pipeline: ir.Pipeline) -> TypedRules:
 
 
 def run(args: argparse.Namespace) -> int:
+    from apps import storage
     from compiler.spark_session import parse_conf
     from runtime.replay import replay, replay_session
     from runtime.replay_report import summary, text_table, write_report
@@ -81,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         raise P4subError("--batch-packets must be at least 1")
     pipeline = ir.load(args.out)
     typed = typed_rules(args, pipeline)
+    for trace in args.trace:  # a missing file or an unreachable store is reported before Spark starts
+        storage.file_size(trace)
     with replay_session(args.master, parse_conf(args.conf)) as spark:
         result = replay(pipeline, typed, args.trace, app_name=args.app, spark=spark, partitions=args.partitions,
                         batch_packets=args.batch_packets, progress=not args.quiet)
