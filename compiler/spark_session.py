@@ -26,6 +26,7 @@ import importlib.util
 import os
 import re
 import shutil
+import socket
 import sys
 import tempfile
 import warnings
@@ -110,6 +111,7 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
         from pyspark.sql import SparkSession
     except ImportError:
         raise P4subError("Spark runs need PySpark: pip install pyspark") from None
+    _check_master(master)
     conf = dict(conf or {})
     settings = {
         "spark.app.name": app_name,
@@ -138,6 +140,24 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
             os.environ["PYSPARK_PYTHON"] = saved
     ship_code(session)
     return session
+
+
+def _check_master(master: str, timeout: float = 5.0) -> None:
+    """Fail at once when no standalone master answers at a ``spark://`` URL (Spark itself retries
+    for a minute and then reports a stopped context)."""
+    if not master.startswith("spark://"):
+        return
+    errors = []
+    for address in master[len("spark://"):].split(","):  # several masters: high availability
+        host, _, port = address.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise P4subError(f"--master {master}: expected spark://HOST:PORT")
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+            return
+        except OSError as exc:
+            errors.append(f"{host}:{port}: {exc.strerror or exc}")
+    raise P4subError(f"no Spark master answers at {master} ({'; '.join(errors)})")
 
 
 @contextlib.contextmanager
@@ -187,6 +207,8 @@ def _summary(exc: BaseException) -> str:
             name, detail = found[0].groups()
             return detail if _is_user_error(name) else f"{name.rsplit('.', 1)[-1]}: {detail}"
     lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].startswith("An error occurred while calling"):  # Py4J: the Java error follows
+        return lines[1].lstrip(": ")
     return lines[0] if lines else type(exc).__name__
 
 

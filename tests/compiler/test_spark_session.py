@@ -94,3 +94,21 @@ def test_route_on_local_spark_from_another_directory_writes_what_the_pool_writes
     assert proc.returncode == 0, failure(proc)
     assert "wrote net/network.json" in proc.stdout
     assert_same_network(tmp_path / "pool", elsewhere / "net")
+
+
+def test_a_py4j_error_is_summarised_by_the_java_error_after_it() -> None:
+    text = "An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.\n: java.lang.IllegalStateException: boom\n\tat x"
+    assert spark_session._summary(Exception(text)) == "java.lang.IllegalStateException: boom"
+
+
+def test_a_spark_url_where_no_master_answers_is_a_user_error_at_once() -> None:
+    import socket
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(P4subError, match=f"no Spark master answers at spark://127.0.0.1:{port}"):
+        spark_session._check_master(f"spark://127.0.0.1:{port}")
+    with pytest.raises(P4subError, match="expected spark://HOST:PORT"):
+        spark_session._check_master("spark://nohost")
+    spark_session._check_master("local[2]")  # nothing to check
