@@ -25,6 +25,7 @@ from typing import BinaryIO, Iterator, NamedTuple
 
 import numpy as np
 
+from apps import storage
 from compiler.errors import P4subError
 
 LINKTYPE_ETHERNET = 1
@@ -164,6 +165,8 @@ def _chunk_from_lists(buf: bytes, base: int, first_index: int, columns: list[lis
 
 
 def _open(path: str | os.PathLike[str]) -> BinaryIO:
+    if storage.is_url(path):  # hdfs://, s3a://, file://: readable from any cluster machine
+        return storage.open_url(os.fspath(path))
     try:
         return open(path, "rb")
     except OSError as exc:
@@ -609,7 +612,7 @@ def _scan(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[tuple[int, Sec
             parts.append(arr)
         changes = reader.section_changes
     offsets = np.concatenate(parts) if parts else np.empty(0, dtype=RECORD_OFFSET_DTYPE)
-    return offsets, changes, os.path.getsize(path)
+    return offsets, changes, storage.file_size(path)
 
 
 def split_pcap(path: str | os.PathLike[str], parts: int) -> list[PcapRange]:

@@ -1,8 +1,9 @@
 """Compile a whole network: route the host subscriptions, then compile every switch on its own.
 
-Per-switch compiles share nothing, so they run in parallel: a process pool by default, or Spark
-when a master URL is given (each task compiles one switch and writes its directory; the driver
-only collects the statistics). The biggest rule sets start first, so the pool drains evenly.
+Per-switch compiles share nothing, so they run in parallel: a process pool by default (each worker
+writes its switch's directory), or Spark when a master URL is given (each task compiles one switch
+and sends its files and statistics back; the driver writes them, so executors need no shared disk).
+The biggest rule sets start first, so the pool drains evenly.
 
 The output directory (read back by :mod:`runtime.netsim`)::
 
@@ -123,11 +124,13 @@ def compile_network(
     master: str | None = None,
     keep_pipelines: bool = False,
     progress: Callable[[int, int, str], None] | None = None,
+    spark_conf: Mapping[str, str] | None = None,
 ) -> NetworkResult:
     """Route ``rules`` (host-id network rules) over ``topology`` and compile every switch.
 
     ``jobs``: worker processes (default: CPU count; 1 compiles in this process). ``master``: a
-    Spark master URL (``local[2]``, ``spark://...``) to compile on Spark instead. With
+    Spark master URL (``local[2]``, ``spark://...``) to compile on Spark instead, with
+    ``spark_conf`` as extra Spark settings. With
     ``keep_pipelines`` (in-process only) the pipelines are returned too, and nothing need be written.
     ``progress(done, total, label)`` is called as switch compiles finish (not on Spark).
     """
@@ -159,7 +162,7 @@ def compile_network(
             pipelines[r["switch"]] = r.pop("_pipeline")
             results.append(r)
     elif master:
-        results = _on_spark(tasks, master)
+        results = _on_spark(tasks, master, spark_conf)
     elif (jobs or os.cpu_count() or 1) <= 1 or len(tasks) <= 1:
         results = []
         for t in tasks:
@@ -189,20 +192,39 @@ def _report(progress: Callable[[int, int, str], None] | None, done: int, total: 
         progress(done, total, f"{done}/{total} switches compiled (last: {result['switch']})")
 
 
-def _on_spark(tasks: list[SwitchTask], master: str) -> list[dict[str, Any]]:
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as exc:
-        raise P4subError(f"--master needs pyspark ({exc})") from None
-    try:
-        session = SparkSession.builder.master(master).appName("p4sub-route").getOrCreate()
-    except Exception as exc:  # Java missing, master unreachable: the user's environment
-        raise P4subError(f"cannot start Spark at {master}: {exc}") from None
-    try:
+def _on_spark(tasks: list[SwitchTask], master: str, conf: Mapping[str, str] | None) -> list[dict[str, Any]]:
+    """Compile on Spark (:mod:`compiler.spark_session`: the workers run this interpreter on the
+    shipped p4sub code). Executors need not share a disk with the driver: each compiles into a
+    scratch directory and sends the files back, and the driver writes them under OUT."""
+    from compiler.spark_session import spark, spark_errors
+
+    with spark(master, conf, "p4sub route") as session:
         rdd = session.sparkContext.parallelize(tasks, numSlices=len(tasks))
-        return rdd.map(_run_task).collect()
-    finally:
-        session.stop()
+        with spark_errors("the per-switch compiles", session):
+            results = rdd.map(_run_task_returning_files).collect()
+    for task, result in zip(tasks, results):
+        files = result.pop("_files", {})
+        if task.out_dir is not None:
+            for name, data in files.items():
+                path = Path(task.out_dir) / task.rules.switch / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+    return results
+
+
+def _run_task_returning_files(task: SwitchTask) -> dict[str, Any]:
+    """:func:`_run_task` in a scratch directory; the switch's files come back as ``_files``."""
+    if task.out_dir is None:
+        return _run_task(task)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="p4sub-switch-") as scratch:
+        result = _run_task(dataclasses.replace(task, out_dir=scratch))
+        root = Path(scratch) / task.rules.switch
+        if "error" not in result:
+            result["_files"] = {p.relative_to(root).as_posix(): p.read_bytes()
+                                for p in sorted(root.rglob("*")) if p.is_file()}
+    return result
 
 
 def network_stats(topology: Topology, results: list[Mapping[str, Any]], **extra: Any) -> dict[str, Any]:

@@ -20,7 +20,8 @@ The work is split the Spark way, with everything heavy in numpy inside the tasks
 4. the driver sums the counters (:class:`ReplayResult`); :mod:`runtime.replay_report` writes them.
 
 :func:`replay_local` runs the same tasks in this process without Spark (tests, benchmarks).
-Traces must be readable at the same path on every executor (local mode, or a shared filesystem).
+Traces are local paths (every executor must see them at the same path: local mode, or a shared
+filesystem) or URLs every machine can open (``hdfs://``, ``s3a://``, ``file://``: :mod:`apps.storage`).
 """
 
 from __future__ import annotations
@@ -29,19 +30,17 @@ import contextlib
 import math
 import os
 import pickle
-import shutil
 import sys
-import tempfile
 import threading
 import time
 import warnings
-import zipfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from apps import storage
 from apps.pcap import PcapRange
 from compiler import ir
+from compiler import spark_session as _spark
 from compiler.errors import P4subError
 from compiler.typecheck import TypedRules
 from compiler.spec import Spec
@@ -52,7 +51,7 @@ from runtime.replay_split import DEFAULT_RANGE_BYTES, TraceSplit, split_trace
 DEFAULT_BATCH_PACKETS = 1 << 15
 OUTPUT_SCHEMA = "part int, metric string, port int, value long"
 JOB_GROUP = "p4sub-replay"
-_PACKAGES = ("compiler", "runtime", "apps", "grammar")
+java_available = _spark.java_available  # kept here for callers that find it beside the replay
 
 
 @dataclass
@@ -103,13 +102,11 @@ def plan_partitions(sizes: Sequence[int], parallelism: int, requested: int | Non
 
 def split_traces(traces: Sequence[str | os.PathLike[str]], parallelism: int, partitions: int | None = None,
                  progress: bool = False) -> list[TraceSplit]:
-    paths = [os.fspath(t) for t in traces]
+    # Absolute, since executors do not share the driver's working directory; URLs as given.
+    paths = [storage.absolute(t) for t in traces]
     if not paths:
         raise P4subError("no trace to replay (give --trace FILE at least once)")
-    for p in paths:
-        if not os.path.isfile(p):
-            raise P4subError(f"{p}: no such trace file")
-    plan = plan_partitions([os.path.getsize(p) for p in paths], parallelism, partitions)
+    plan = plan_partitions([storage.file_size(p) for p in paths], parallelism, partitions)
     show = progress and sys.stderr.isatty()
     out = []
     for p, n in zip(paths, plan):
@@ -191,78 +188,15 @@ def replay_local(pipeline: ir.Pipeline, typed: TypedRules, traces: Sequence[str 
 # ------------------------------------------------------------------------------------------------
 
 
-def java_available() -> bool:
-    home = os.environ.get("JAVA_HOME")
-    return bool(shutil.which("java") or (home and os.path.exists(os.path.join(home, "bin", "java"))))
-
-
-def project_root() -> Path:
-    return Path(__file__).resolve().parent.parent
-
-
 def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = None):
-    """A Spark session set up for replay: workers run this interpreter and can import p4sub.
-
-    Local masters get the project on the workers' ``PYTHONPATH``; other masters get the packages
-    shipped as a zip (:func:`ship_code`). ``conf`` entries override the defaults.
-    """
-    if not java_available():
-        raise P4subError("replay runs on Spark, which needs Java 17: install a JDK or set JAVA_HOME")
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        raise P4subError("replay needs PySpark: pip install pyspark") from None
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    settings = {
-        "spark.app.name": "p4sub replay",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "4",
-        "spark.python.worker.reuse": "true",
-        "spark.executorEnv.PYTHONWARNINGS": "ignore::FutureWarning",
-    }
-    local = master.startswith("local")
-    if local:
-        settings["spark.executorEnv.PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(project_root()), os.environ.get("PYTHONPATH", "")) if p)
-    settings.update(conf or {})
-    builder = SparkSession.builder.master(master)
-    for k, v in settings.items():
-        builder = builder.config(k, v)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        session = builder.getOrCreate()
-    if not local:
-        ship_code(session)
-    return session
+    """A Spark session for replay (:func:`compiler.spark_session.spark_session`): the workers run
+    this interpreter and import the p4sub code shipped to them, on any master."""
+    return _spark.spark_session(master, conf, "p4sub replay")
 
 
-@contextlib.contextmanager
-def replay_session(master: str = "local[*]", conf: Mapping[str, str] | None = None) -> Iterator[Any]:
-    """A Spark session for the duration of a ``with`` block, stopped afterwards only if this
-    block started it (a session already running in the process is reused and left running)."""
-    from pyspark.sql import SparkSession
-
-    existing = SparkSession.getActiveSession()
-    session = spark_session(master, conf)
-    try:
-        yield session
-    finally:
-        if existing is None:
-            session.stop()
-
-
-def ship_code(session) -> None:
-    """Send p4sub's packages to the executors of a cluster (a zip on their ``sys.path``)."""
-    root = project_root()
-    fd, path = tempfile.mkstemp(prefix="p4sub-", suffix=".zip")
-    os.close(fd)
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for pkg in _PACKAGES:
-            for f in sorted((root / pkg).rglob("*")):
-                if f.is_file() and "__pycache__" not in f.parts:
-                    z.write(f, f.relative_to(root).as_posix())
-    session.sparkContext.addPyFile(path)
+def replay_session(master: str = "local[*]", conf: Mapping[str, str] | None = None):
+    """:func:`spark_session` for a ``with`` block, stopped afterwards only if the block started it."""
+    return _spark.spark(master, conf, "p4sub replay")
 
 
 def _run_ranges(broadcast, frames: Iterator[Any]) -> Iterator[Any]:
@@ -368,7 +302,8 @@ def _run_job(spark, broadcast, ranges: list[PcapRange], space: PortSpace, progre
         if reporter:
             reporter.start()
         try:
-            collected = frame.mapInPandas(partial(_run_ranges, broadcast), OUTPUT_SCHEMA).collect()
+            with _spark.spark_errors("the replay job", spark):
+                collected = frame.mapInPandas(partial(_run_ranges, broadcast), OUTPUT_SCHEMA).collect()
         finally:
             if reporter:
                 reporter.finish()

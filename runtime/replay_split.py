@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from apps import storage
 from apps.pcap import PcapRange, PcapReader, Section
 
 DEFAULT_RANGE_BYTES = 64 << 20
@@ -44,7 +45,7 @@ def split_trace(path: str | os.PathLike[str], parts: int, progress: Callable[[in
     by the walk. ``progress(bytes_done, bytes_total)`` is called as the walk advances.
     """
     path = os.fspath(path)
-    size = os.path.getsize(path)
+    size = storage.file_size(path)
     parts = max(1, parts)
     targets = [size * k // parts for k in range(1, parts)]
     cuts: list[tuple[int, int, Section]] = []  # (offset, first record index, section)

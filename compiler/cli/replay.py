@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "p4sub replay out --trace feed.pcap --rules apps/itch/rules.sub --report report/")
     p.add_argument("out", help="directory with pipeline.json (from p4sub compile)")
     p.add_argument("--trace", action="append", required=True, metavar="FILE",
-                   help="pcap or pcapng capture to replay; repeatable")
+                   help="pcap or pcapng capture to replay: a path, or a URL every executor can read "
+                        "(hdfs://, s3a://, file://); repeatable")
     p.add_argument("--rules", help="the rule file the pipeline was compiled from (default: OUT/sources.json)")
     p.add_argument("--spec", help="spec whose parser reads the traces and whose fields the rules test "
                                   "(default: the one in pipeline.json)")
@@ -87,17 +88,9 @@ def typed_rules(args: argparse.Namespace, pipeline: ir.Pipeline, spec: Spec | No
     return check_rules(read_rules(rules_path), spec)
 
 
-def _conf(items: list[str]) -> dict[str, str]:
-    conf = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise P4subError(f"--conf {item!r}: expected KEY=VALUE, e.g. spark.executor.memory=4g")
-        conf[key] = value
-    return conf
-
-
 def run(args: argparse.Namespace) -> int:
+    from apps import storage
+    from compiler.spark_session import parse_conf
     from runtime.replay import replay, replay_session
     from runtime.replay_report import summary, text_table, write_report
 
@@ -108,7 +101,9 @@ def run(args: argparse.Namespace) -> int:
     pipeline = ir.load(args.out)
     spec = trace_spec(args, pipeline)
     typed = typed_rules(args, pipeline, spec)
-    with replay_session(args.master, _conf(args.conf)) as spark:
+    for trace in args.trace:  # a missing file or an unreachable store is reported before Spark starts
+        storage.file_size(trace)
+    with replay_session(args.master, parse_conf(args.conf)) as spark:
         result = replay(pipeline, typed, args.trace, spec=spec, spark=spark, partitions=args.partitions,
                         batch_packets=args.batch_packets, progress=not args.quiet)
     data = write_report(result, args.report) if args.report else summary(result)

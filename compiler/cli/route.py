@@ -15,6 +15,7 @@ from compiler.errors import P4subError
 from compiler.network_compile import compile_network
 from compiler.network_rules import read_network_rules
 from compiler.routing import POLICIES
+from compiler.spark_session import parse_conf
 from compiler.tables import RANGE_ENCODINGS, TableOptions
 from compiler.topology import parse_topology_arg
 
@@ -36,7 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="α for one field, overriding --alpha; repeatable")
     p.add_argument("--target", choices=TARGETS, default="none", help="also render each switch for this target")
     p.add_argument("--jobs", type=int, help="parallel compile processes (default: CPU count)")
-    p.add_argument("--master", help="compile on Spark at this master URL (e.g. local[2]) instead of a process pool")
+    p.add_argument("--master", help="compile on Spark at this master URL (local[2], spark://HOST:7077) "
+                                    "instead of a process pool")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra Spark setting with --master (e.g. spark.pyspark.python=PATH); repeatable")
     p.add_argument("--field-order", help="comma-separated fields tested first, for every switch")
     p.add_argument("--range-encoding", choices=RANGE_ENCODINGS, default="range", help="how non-exact fields are matched")
     p.add_argument("--dnf-limit", type=int, default=DEFAULT_LIMIT, help="largest DNF a single rule may expand to")
@@ -74,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         return run_combined(args, topology, rules, spec, options, target)
     result = compile_network(topology, rules, spec, policy=args.policy, alpha=alpha_from_args(args), options=options,
                              out_dir=args.out, target=target, jobs=args.jobs, master=args.master,
-                             progress=None if args.quiet else Progress())
+                             progress=None if args.quiet else Progress(), spark_conf=parse_conf(args.conf))
     out = Path(args.out)
     (out / "sources.json").write_text(json.dumps({
         "topology": args.topology, "rules": str(Path(args.rules).resolve()), "spec": str(Path(args.spec).resolve()),
@@ -98,8 +102,8 @@ def run_combined(args: argparse.Namespace, topology, rules, spec, options: Compi
     kind, _, encoding = args.delivery.partition(":")
     if kind != "header-stack":
         raise P4subError(f"--delivery {args.delivery}: expected filters or header-stack[:port|bitmask|mcgroup|mixed]")
-    if args.alpha or args.alpha_field or args.master:
-        raise P4subError("--alpha, --alpha-field and --master apply to --delivery filters only")
+    if args.alpha or args.alpha_field or args.master or args.conf:
+        raise P4subError("--alpha, --alpha-field, --master and --conf apply to --delivery filters only")
     plan, s = compile_combined(topology, rules, spec, encoding or "port", args.out, target=target,
                                max_labels=args.max_labels, options=options)
     print(f"{len(rules)} rules, header-stack:{plan.encoding} on {len(plan.switches)} switches: "
