@@ -35,6 +35,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from apps import storage
@@ -144,7 +145,7 @@ def trace_spec(pipeline: ir.Pipeline, spec: Spec | None = None, app_name: str | 
             raise P4subError(f"unknown app {app_name!r}; the shipped apps are {', '.join(APPS)} (or pass a spec)")
         from compiler.spec_reader import read_spec
 
-        spec = read_spec(project_root() / "apps" / app_name / f"{app_name}.p4")
+        spec = read_spec(Path(__file__).resolve().parent.parent / "apps" / app_name / f"{app_name}.p4")
     spec = spec or pipeline.spec
     return spec, Path(spec.path).stem or "spec"
 

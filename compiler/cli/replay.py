@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from pathlib import Path
 
 from compiler import ir
@@ -98,16 +100,50 @@ def run(args: argparse.Namespace) -> int:
         raise P4subError("--partitions must be at least 1")
     if args.batch_packets < 1:
         raise P4subError("--batch-packets must be at least 1")
+    stages: dict[str, float] = {"start": process_age()}  # the interpreter and imports, before run()
+    clock = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        stages[name] = stages.get(name, 0.0) + now - clock
+        clock = now
+
     pipeline = ir.load(args.out)
     spec = trace_spec(args, pipeline)
     typed = typed_rules(args, pipeline, spec)
     for trace in args.trace:  # a missing file or an unreachable store is reported before Spark starts
         storage.file_size(trace)
+    lap("rules")
     with replay_session(args.master, parse_conf(args.conf)) as spark:
+        lap("session")
         result = replay(pipeline, typed, args.trace, spec=spec, spark=spark, partitions=args.partitions,
                         batch_packets=args.batch_packets, progress=not args.quiet)
+        lap("replay")
+    lap("session")  # stopping Spark
+    replayed = stages.pop("replay")
+    stages.update(index=result.timings["setup"], split=result.timings["split"], job=result.timings["job"])
+    stages["driver"] = max(0.0, replayed - result.timings["wall"])
     data = write_report(result, args.report) if args.report else summary(result)
+    lap("report")
+    total = sum(stages.values())
+    data["command"] = {"seconds": round(total, 3), "messages_per_s": round(data["messages"] / total) if total else 0,
+                       "stages_s": {k: round(v, 3) for k, v in stages.items()}}
+    if args.report:
+        (Path(args.report) / "summary.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(text_table(data))
+    print(f"whole command {data['messages']:,} messages in {total:.1f} s = {data['command']['messages_per_s']:,} "
+          "messages/s (" + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items()) + ")")
     if args.report:
         print(f"wrote {Path(args.report) / 'summary.json'} and plots", file=sys.stderr)
     return 0 if result.exact else 1
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux: /proc; elsewhere 0, the stages then start at run())."""
+    try:
+        start_ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
