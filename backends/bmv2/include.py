@@ -163,3 +163,13 @@ def render_include(pipeline: ir.Pipeline, options: IncludeOptions = IncludeOptio
         "commands.txt": "\n".join(commands(run, program, options.instance)) + "\n",
         "bmv2.json": json.dumps(info, indent=2) + "\n",
     }
+
+
+def apply_call(options: IncludeOptions) -> str:
+    """The statement the user's ingress runs."""
+    return f"{options.instance.rsplit('.', 1)[1]}.apply(hdr, meta.{META_PARAM}, standard_metadata);"
+
+
+def table_prefix(options: IncludeOptions) -> str:
+    """What every table name in the entries starts with (P4Info: the instance path)."""
+    return options.instance
