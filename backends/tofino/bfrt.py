@@ -11,6 +11,11 @@ One record per entry, in the shape ``bfrt_grpc.client`` takes (``Table.make_key`
  "data": {"state": 7}}
 ```
 
+In include mode (:mod:`backends.tofino.include`) the tables live in the user's instance of the
+subscription control, and bf-p4c puts the instance path between the pipe and the name:
+``pipe.SwitchIngress.p4sub.field_add_order_price``, action ``SwitchIngress.p4sub.set_state``
+(``instance`` below).
+
 A key field is ``{"value"}`` (exact), ``{"value", "mask"}`` (ternary), ``{"low", "high"}`` (range) or
 ``{"value", "prefix_len"}`` (lpm): the keyword arguments of ``gc.KeyTuple``. Key field names are the
 IR's field references, which the program pins with ``@name`` (see :mod:`backends.common.names`);
