@@ -53,7 +53,7 @@ from backends.tofino.bfrt import document
 from backends.tofino.fold import fold_miss_tables
 from backends.tofino.layout import Layout, TableLayout, TofinoOptions, entries_with_ranges, match_kind_counts, plan
 from backends.tofino.resources import Estimate, estimate
-from backends.tofino.target import Target, facts
+from backends.tofino.target import TOFINO1, Target, facts
 
 DEFAULT_INSTANCE = "SwitchIngress.p4sub"
 ENTRIES_FILE = "entries.bfrt.json"
@@ -95,7 +95,11 @@ def instance_path(text: str) -> str:
     ``pipe.SwitchIngress.p4sub.leaf_actions``, action ``SwitchIngress.p4sub.forward``; keys keep
     their ``@name`` (``add_order.price``, ``meta.p4sub_state``) and ``NoAction`` stays ``NoAction``.
     """
-    return check_instance(text, DEFAULT_INSTANCE)
+    check_instance(text, DEFAULT_INSTANCE)
+    if text.split(".", 1)[0] == TOFINO1.pipe_prefix:
+        raise TargetError(f"--instance {text!r}: give the path inside the pipe ({text.split('.', 1)[1]}); BF Runtime "
+                          f"names start with the pipe's name, {TOFINO1.pipe_prefix}, by themselves")
+    return text
 
 
 def control_target(target: Target) -> Target:

@@ -189,6 +189,9 @@ def test_refusals_say_what_to_do():
         render_include(scalar, IncludeOptions(tofino=TofinoOptions(batch="first")))
     with pytest.raises(TargetError, match=r"--instance 'p4sub': expected CONTROL.NAME, .*\(default SwitchIngress.p4sub\)"):
         render_include(scalar, IncludeOptions(instance="p4sub"))
+    with pytest.raises(TargetError, match=r"--instance 'pipe.SwitchIngress.p4sub': give the path inside the pipe "
+                                          r"\(SwitchIngress.p4sub\)"):
+        render_include(scalar, IncludeOptions(instance="pipe.SwitchIngress.p4sub"))
     with pytest.raises(TargetError, match="--headers-type 'my headers'"):
         render_include(scalar, IncludeOptions(headers_type="my headers"))
 
