@@ -29,9 +29,7 @@ refuses them with what to compile instead (``--batch first``, ``--delivery group
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import re
 from dataclasses import dataclass
 
 from compiler import ir
@@ -41,39 +39,18 @@ from backends.bmv2.cli_commands import commands
 from backends.bmv2.p4runtime import one_update_per_line, write_request
 from backends.bmv2.program import Bmv2Program, Copy, copy_member, intrinsic_keys
 from backends.bmv2.target import MAX_GROUP_ID, V1MODEL
-from backends.common.controls import (
-    action_decls,
-    apply_statements,
-    chained_tables,
-    pipeline_metadata_members,
-    table_decl,
-    user_call_members,
-)
+from backends.common.controls import action_decls, apply_statements, chained_tables, table_decl
 from backends.common.headers import Member, bits, struct_decl
+from backends.common.include import (CONTROL, CONTROL_FILE, LOOKED_AT, MATCHED, META_PARAM, METADATA_TYPE,
+                                     check_headers_type, check_instance, headers_read, include_pipeline,
+                                     metadata_members)
 from backends.common.literals import literal
 from backends.common.messages import message_layout
-from backends.common.names import (
-    NO_ACTION,
-    check_key_fields,
-    field_expression,
-    guard_condition,
-    is_intrinsic,
-    is_meta,
-    looked_at_condition,
-    split_field,
-)
+from backends.common.names import check_key_fields, field_expression, guard_condition, is_meta, looked_at_condition, split_field
 from backends.common.target import check_match_kinds
 from backends.common.templates import render_template
 
-CONTROL_FILE = "p4sub_control.p4"
-CONTROL = "P4subIngress"
-METADATA_TYPE = "p4sub_metadata_t"
-META_PARAM = "p4sub"
 DEFAULT_INSTANCE = "MyIngress.p4sub"
-LOOKED_AT = "looked_at"
-MATCHED = "matched"
-_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -96,32 +73,12 @@ def instance_path(text: str) -> str:
     ``MyIngress.p4sub.leaf_actions``, action ``forward`` is ``MyIngress.p4sub.forward``; keys keep
     their ``@name`` unqualified (``ipv4.dst_addr``) and ``NoAction`` stays ``NoAction``.
     """
-    if not _PATH.fullmatch(text):
-        raise TargetError(f"--instance {text!r}: expected CONTROL.NAME, the control that instantiates "
-                          f"{CONTROL} and the instance's name (default {DEFAULT_INSTANCE})")
-    return text
-
-
-def include_pipeline(pipeline: ir.Pipeline) -> ir.Pipeline:
-    """The pipeline as the included control runs it: a leaf table's miss leaves the packet alone
-    (``NoAction``) instead of dropping it, so that the user's program decides for packets no rule
-    claims."""
-    tables = []
-    for t in pipeline.tables:
-        if t.role == "leaf" and t.default_action != NO_ACTION:
-            actions = t.actions + ((NO_ACTION,) if NO_ACTION not in t.actions else ())
-            t = dataclasses.replace(t, actions=actions, default_action=NO_ACTION, default_args=())
-        tables.append(t)
-    actions = pipeline.actions
-    if not any(a.name == NO_ACTION for a in actions):
-        actions = (ir.Action(NO_ACTION),) + actions
-    return dataclasses.replace(pipeline, tables=tuple(tables), actions=actions)
+    return check_instance(text, DEFAULT_INSTANCE)
 
 
 def check_include(pipeline: ir.Pipeline, options: IncludeOptions) -> str:
     """Refuse what an included control cannot do; returns the batch mode (``single`` or ``first``)."""
-    if not _IDENT.fullmatch(options.headers_type):
-        raise TargetError(f"--headers-type {options.headers_type!r}: expected the P4 name of your headers struct type")
+    check_headers_type(options.headers_type)
     instance_path(options.instance)
     if pipeline.delivery.is_bitmap:
         raise TargetError("bmv2 include mode: port-bitmap delivery needs an egress table that drops the copies whose "
@@ -137,23 +94,6 @@ def check_include(pipeline: ir.Pipeline, options: IncludeOptions) -> str:
                           f"{layout.stack}[{layout.depth}]: compile with --batch first (element 0 only), or use a "
                           "whole program (--emit program), which evaluates every message by resubmission")
     return "first"
-
-
-def _headers_read(pipeline: ir.Pipeline) -> dict[str, list[tuple[str, int]]]:
-    """Header instance -> the fields the control reads of it (every table key), for the contract."""
-    spec = pipeline.spec
-    out: dict[str, list[tuple[str, int]]] = {h: [] for h in pipeline.queried_headers()}
-    for h in pipeline.guard_headers():
-        out.setdefault(h, [])
-    for t in pipeline.tables:
-        for k in t.keys:
-            if is_meta(k.field) or is_intrinsic(spec, k.field):
-                continue
-            header, fld = split_field(k.field)
-            entry = out.setdefault(header, [])
-            if fld != "$valid" and (fld, k.width) not in entry:
-                entry.append((fld, k.width))
-    return out
 
 
 def render_include(pipeline: ir.Pipeline, options: IncludeOptions = IncludeOptions()) -> dict[str, str]:
@@ -183,9 +123,7 @@ def render_include(pipeline: ir.Pipeline, options: IncludeOptions = IncludeOptio
         n = len(run.entries_of(t.name))
         if n > t.size:
             raise ResourceError(f"bmv2: table {t.name} has {n} entries but size {t.size}")
-    members = [Member(bits(1), LOOKED_AT), Member(bits(1), MATCHED)]
-    members += pipeline_metadata_members(run) + user_call_members(run)
-    members += [Member(bits(c.width), c.member) for c in copies]
+    members = metadata_members(run, [Member(bits(c.width), c.member) for c in copies])
     leaves = {t.name: f"{META_PARAM}.{MATCHED} = 1w1;" for t in run.tables if t.role == "leaf"}
     instance = options.instance.rsplit(".", 1)
     context = dict(
@@ -194,7 +132,7 @@ def render_include(pipeline: ir.Pipeline, options: IncludeOptions = IncludeOptio
         instance_name=instance[1], looked_at=LOOKED_AT, matched=MATCHED,
         metadata_struct=struct_decl(METADATA_TYPE, members),
         zero=[f"{META_PARAM}.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in members],
-        reads=_headers_read(run), stacked=stacked,
+        reads=headers_read(run), stacked=stacked,
         metadata_reads=sorted({intrinsic[k.field] for t in run.tables for k in t.keys if k.field in intrinsic}),
         actions=action_decls(run, V1MODEL, meta=META_PARAM),
         tables=[table_decl(t, run, key_expr) for t in chained_tables(run)],
@@ -225,3 +163,13 @@ def render_include(pipeline: ir.Pipeline, options: IncludeOptions = IncludeOptio
         "commands.txt": "\n".join(commands(run, program, options.instance)) + "\n",
         "bmv2.json": json.dumps(info, indent=2) + "\n",
     }
+
+
+def apply_call(options: IncludeOptions) -> str:
+    """The statement the user's ingress runs."""
+    return f"{options.instance.rsplit('.', 1)[1]}.apply(hdr, meta.{META_PARAM}, standard_metadata);"
+
+
+def table_prefix(options: IncludeOptions) -> str:
+    """What every table name in the entries starts with (P4Info: the instance path)."""
+    return options.instance

@@ -11,6 +11,10 @@
 Everything is checked before anything is written: a pipeline that cannot be rendered, or does not
 fit the chip, raises a :class:`~compiler.errors.P4subError` and leaves ``out_dir`` alone.
 
+``emit_control(pipeline, out_dir, IncludeOptions(...))`` is include mode (:mod:`backends.tofino.include`):
+only the subscription control ``p4sub_control.p4`` for the user's own TNA program, its BF Runtime
+entries and PRE records (tables named under the user's instance), and the estimate of its tables.
+
 ``compile_options(spec, base)`` is the hook for the compiler: the table options that suit Tofino
 (a queried field wider than a range key may be gets the domain-compression encoding instead of
 ``range``). ``emit`` does not need it to be right: a range key that is too wide is matched as
@@ -28,6 +32,7 @@ from backends.common.names import check_key_fields
 from backends.tofino import batch as _batch
 from backends.tofino.bfrt import document
 from backends.tofino.fold import fold_miss_tables
+from backends.tofino.include import IncludeOptions, render_include
 from backends.tofino.layout import Layout, TofinoOptions, match_kind_counts, plan
 from backends.tofino.network import network_stage
 from backends.tofino.program import Program, render
@@ -39,7 +44,8 @@ from compiler.errors import ResourceError, TargetError
 from compiler.spec import Spec
 from compiler.tables import TableOptions
 
-__all__ = ["emit", "build", "compile_options", "network_options", "TofinoOptions", "Rendered", "TOFINO1", "Target"]
+__all__ = ["emit", "emit_control", "build", "compile_options", "network_options", "TofinoOptions", "IncludeOptions",
+           "Rendered", "TOFINO1", "Target"]
 
 PROGRAM_FILE = "program.p4"
 ENTRIES_FILE = "entries.bfrt.json"
@@ -100,8 +106,8 @@ def build(pipeline: ir.Pipeline, options: TofinoOptions = TofinoOptions()) -> Re
 def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rendered:
     if pipeline.spec.pragma_only:
         raise TargetError(f"tofino: {pipeline.spec.path} is a pragma-only spec (only @pragma query_* lines): it has no "
-                          "headers or parser to make a whole program from, and the Tofino backend has no include "
-                          "mode yet (the BMv2 backend has: --target bmv2 --emit control)")
+                          "headers or parser to make a whole program from; compile with --emit control to get the "
+                          "subscription control to #include in your own TNA program (docs/tofino.md, \"Include mode\")")
     check_key_fields(pipeline, facts(options.target))
     messages = message_layout(pipeline)
     mode = _batch.choose_mode(messages, options.batch)
@@ -152,6 +158,19 @@ def write(rendered: Rendered, out_dir: str | Path) -> Rendered:
     (out / ENTRIES_FILE).write_text(json.dumps(rendered.entries, indent=1) + "\n", encoding="utf-8")
     (out / RESOURCES_FILE).write_text(json.dumps(rendered.resources, indent=2) + "\n", encoding="utf-8")
     return rendered
+
+
+def emit_control(pipeline: ir.Pipeline, out_dir: str | Path, options: IncludeOptions = IncludeOptions()) -> list[Path]:
+    """Include mode: write the subscription control ``p4sub_control.p4``, ``entries.bfrt.json``,
+    ``resources.json`` and ``tofino.json`` into ``out_dir`` (nothing when a check fails)."""
+    files = render_include(pipeline, options)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in files.items():
+        (out / name).write_text(text, encoding="utf-8")
+        written.append(out / name)
+    return written
 
 
 def network_options(up_ports: tuple[int, ...]) -> TofinoOptions:

@@ -11,6 +11,11 @@ One record per entry, in the shape ``bfrt_grpc.client`` takes (``Table.make_key`
  "data": {"state": 7}}
 ```
 
+In include mode (:mod:`backends.tofino.include`) the tables live in the user's instance of the
+subscription control, and bf-p4c puts the instance path between the pipe and the name:
+``pipe.SwitchIngress.p4sub.field_add_order_price``, action ``SwitchIngress.p4sub.set_state``
+(``instance`` below).
+
 A key field is ``{"value"}`` (exact), ``{"value", "mask"}`` (ternary), ``{"low", "high"}`` (range) or
 ``{"value", "prefix_len"}`` (lpm): the keyword arguments of ``gc.KeyTuple``. Key field names are the
 IR's field references, which the program pins with ``@name`` (see :mod:`backends.common.names`);
@@ -49,16 +54,26 @@ def bfrt_priority(priority: int, target: Target) -> int:
     return target.max_match_priority - priority
 
 
-def table_name(table: TableLayout, target: Target) -> str:
-    control = target.ingress_control if table.gress == "ingress" else target.egress_control
-    return f"{target.pipe_prefix}.{control}.{table.name}"
+def control_path(table: TableLayout, target: Target, instance: str | None = None) -> str:
+    """The control path a table's objects are declared in: ``SwitchIngress`` (or ``SwitchEgress``)
+    in a whole program; the instance path (``SwitchIngress.p4sub``) for the include-mode control,
+    which runs in the ingress only."""
+    if instance is not None:
+        return instance
+    return target.ingress_control if table.gress == "ingress" else target.egress_control
 
 
-def action_name(action: str, table: TableLayout, target: Target) -> str:
+def table_name(table: TableLayout, target: Target, instance: str | None = None) -> str:
+    """``pipe.SwitchIngress.leaf_actions``; in include mode ``pipe.SwitchIngress.p4sub.leaf_actions``
+    (bf-p4c names a nested control's table by the pipe, then the instance path, then its ``@name``)."""
+    return f"{target.pipe_prefix}.{control_path(table, target, instance)}.{table.name}"
+
+
+def action_name(action: str, table: TableLayout, target: Target, instance: str | None = None) -> str:
+    """``SwitchIngress.forward``; in include mode ``SwitchIngress.p4sub.forward``; ``NoAction`` as is."""
     if action == "NoAction":
         return action
-    control = target.ingress_control if table.gress == "ingress" else target.egress_control
-    return f"{control}.{action}"
+    return f"{control_path(table, target, instance)}.{action}"
 
 
 def key_json(match: ir.Match, key: KeyLayout) -> dict[str, int]:
@@ -71,7 +86,8 @@ def key_json(match: ir.Match, key: KeyLayout) -> dict[str, int]:
     return {"value": match.value & prefix_mask(match.prefix_len, key.width), "prefix_len": match.prefix_len}
 
 
-def entry_json(entry: ir.Entry, table: TableLayout, pipeline: ir.Pipeline, target: Target) -> dict[str, Any]:
+def entry_json(entry: ir.Entry, table: TableLayout, pipeline: ir.Pipeline, target: Target,
+               instance: str | None = None) -> dict[str, Any]:
     key: dict[str, Any] = {}
     if table.needs_priority:
         key[target.match_priority] = {"value": bfrt_priority(entry.priority, target)}
@@ -79,8 +95,8 @@ def entry_json(entry: ir.Entry, table: TableLayout, pipeline: ir.Pipeline, targe
         key[k.field] = key_json(match, k)
     action = pipeline.action(entry.action)
     data = {p4info_param_name(p): a for p, a in zip(action.params, entry.args)}
-    return {"table_name": table_name(table, target), "action": action_name(entry.action, table, target),
-            "key": key, "data": data}
+    return {"table_name": table_name(table, target, instance),
+            "action": action_name(entry.action, table, target, instance), "key": key, "data": data}
 
 
 def pre_records(groups: tuple[ir.MulticastGroup, ...]) -> list[dict[str, Any]]:
@@ -95,14 +111,24 @@ def pre_records(groups: tuple[ir.MulticastGroup, ...]) -> list[dict[str, Any]]:
     return nodes + mgids
 
 
-def document(layout: Layout, groups: tuple[ir.MulticastGroup, ...], program_name: str) -> dict[str, Any]:
-    """The whole ``entries.bfrt.json``: the table entries in table order, then the PRE records."""
+def document(layout: Layout, groups: tuple[ir.MulticastGroup, ...], program_name: str | None,
+             instance: str | None = None) -> dict[str, Any]:
+    """The whole ``entries.bfrt.json``: the table entries in table order, then the PRE records.
+
+    ``instance``: the include-mode control's instance path (``SwitchIngress.p4sub``), which prefixes
+    every table and action name; ``program_name`` is then None (the program is the user's) and the
+    document says ``"mode": "include"``. The PRE records are the device's, not the control's: their
+    names (``$pre.node``, ``$pre.mgid``) have no instance path.
+    """
     target = layout.target
-    entries = [entry_json(e, t, layout.pipeline, target) for t in layout.tables for e in t.entries]
-    tables = [{"table_name": table_name(t, target), "gress": t.gress, "size": t.size,
+    entries = [entry_json(e, t, layout.pipeline, target, instance) for t in layout.tables for e in t.entries]
+    tables = [{"table_name": table_name(t, target, instance), "gress": t.gress, "size": t.size,
                "keys": [{"name": k.field, "match_type": k.match_kind, "width": k.width} for k in t.keys],
-               "actions": [action_name(a, t, target) for a in t.table.actions],
+               "actions": [action_name(a, t, target, instance) for a in t.table.actions],
                "priority": t.needs_priority}
               for t in layout.tables]
-    return {"format": FORMAT, "target": target.name, "p4_name": program_name, "tables": tables,
-            "entries": entries, "pre": pre_records(groups)}
+    doc = {"format": FORMAT, "target": target.name, "p4_name": program_name, "tables": tables,
+           "entries": entries, "pre": pre_records(groups)}
+    if instance is not None:
+        doc["mode"], doc["instance"] = "include", instance
+    return doc

@@ -47,6 +47,28 @@ def load_entries(out_dir: str | Path) -> dict[str, Any]:
     return doc
 
 
+def refuse_include_mode(out_dir: str | Path) -> None:
+    """Refuse an include-mode directory (``--emit control``), like the BMv2 installer: this one makes the
+    switch hold exactly the file's entries in the tables it names and exactly its PRE records, so it
+    would delete the multicast groups of the user's own program; and the program on the switch is the
+    user's, compiled under a name the file does not know (``p4_name`` is null)."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        return
+    include = not (out / "program.p4").is_file() and (out / "p4sub_control.p4").is_file()
+    if not include and (out / ENTRIES_FILE).is_file():
+        try:
+            include = json.loads((out / ENTRIES_FILE).read_text(encoding="utf-8")).get("mode") == "include"
+        except (OSError, json.JSONDecodeError, AttributeError):
+            include = False
+    if include:
+        raise P4subError(f"{out} holds the include-mode control (p4sub_control.p4): p4sub install makes the switch hold "
+                         "exactly the file's PRE configuration, so it would delete your program's own multicast "
+                         "nodes and groups, and the program on the switch is yours, under its own name; write "
+                         "entries.bfrt.json's records with your controller (bfrt_grpc: table_name, key, action, "
+                         "data; $pre.node records before $pre.mgid) (docs/tofino.md, \"Include mode\")")
+
+
 def import_client() -> Any:
     """``bfrt_grpc.client``, looked for on sys.path and then under ``$SDE_INSTALL``."""
     try:
@@ -69,6 +91,7 @@ def import_client() -> Any:
 
 def install(out_dir: str | Path, args: argparse.Namespace) -> int:
     """Install ``OUT/entries.bfrt.json``; ``args`` carries grpc, device_id, program_name, dry_run, batch_size."""
+    refuse_include_mode(out_dir)
     doc = load_entries(out_dir)
     batch_size = int(getattr(args, "batch_size", None) or 1000)
     records = doc["pre"] + doc["entries"]

@@ -63,14 +63,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the p4sub_default table the user fills (an L2/L3 hook); with --emit control they are "
                         "left to your program unless fwd(PORT) or table is given")
     p.add_argument("--emit", choices=("program", "control"), default="program",
-                   help="bmv2: a whole program (default), or only the subscription control p4sub_control.p4 and "
-                        "its entries, to #include in your own v1model program (include mode, docs/bmv2.md)")
+                   help="bmv2, tofino: a whole program (default), or only the subscription control p4sub_control.p4 "
+                        "and its entries, to #include in your own v1model or TNA program (include mode, "
+                        "docs/bmv2.md, docs/tofino.md)")
     p.add_argument("--headers-type", metavar="NAME",
                    help="--emit control: your program's headers struct type (default: the spec's, 'headers' for "
                         "a pragma-only spec); its members are the header instances the rules name")
     p.add_argument("--instance", default=None, metavar="CONTROL.NAME",
                    help="--emit control: where your program instantiates the control, which names the tables in "
-                        "the entries (default MyIngress.p4sub: P4subIngress() p4sub; inside MyIngress)")
+                        "the entries (default MyIngress.p4sub on bmv2, SwitchIngress.p4sub on tofino: "
+                        "P4subIngress() p4sub; inside that ingress control)")
     p.add_argument("--dot", help="also write the decision diagram as Graphviz to this file")
     p.set_defaults(func=run)
 
@@ -135,18 +137,16 @@ def check_like(old: ir.Pipeline, new: ir.Pipeline, old_out: str) -> None:
 
 
 def include_mode(args: argparse.Namespace) -> bool:
-    """``--emit control``: check the options that go with it (BMv2 only, groups, no drop default)."""
+    """``--emit control``: check the options that go with it (BMv2 or Tofino, groups, no drop default)."""
     include = getattr(args, "emit", "program") == "control"
     if not include:
         for flag, value in (("--headers-type", args.headers_type), ("--instance", args.instance)):
             if value is not None:
                 raise P4subError(f"{flag} is an include-mode option: add --emit control")
         return False
-    if args.target == "tofino":
-        raise P4subError("--emit control: the Tofino backend has no include mode yet (it renders whole TNA programs); "
-                         "use --target bmv2 --emit control for a v1model control, or compile a whole program")
-    if args.target != "bmv2":
-        raise P4subError("--emit control writes a BMv2 (v1model) control: add --target bmv2")
+    if args.target not in ("bmv2", "tofino"):
+        raise P4subError("--emit control writes a BMv2 (v1model) or Tofino (TNA) control: add --target bmv2 or "
+                         "--target tofino")
     if args.delivery == "bitmap":
         raise P4subError("--emit control: port-bitmap delivery needs an egress table that drops the copies whose port "
                          "bit is clear, in your program's egress; use --delivery groups (the default in include mode)")
@@ -157,11 +157,20 @@ def include_mode(args: argparse.Namespace) -> bool:
     return True
 
 
-def include_options(args: argparse.Namespace, spec):
-    from backends.bmv2.include import DEFAULT_INSTANCE, IncludeOptions
+def include_module(target: str):
+    """The target's include-mode module (``backends.bmv2.include``, ``backends.tofino.include``)."""
+    return importlib.import_module(f"backends.{target}.include")
 
-    return IncludeOptions(headers_type=args.headers_type or spec.headers_struct or "headers",
-                          instance=args.instance or DEFAULT_INSTANCE, batch=args.batch or "auto")
+
+def include_options(args: argparse.Namespace, spec):
+    module = include_module(args.target)
+    headers_type = args.headers_type or spec.headers_struct or "headers"
+    instance = args.instance or module.DEFAULT_INSTANCE
+    if args.target == "tofino":
+        from backends.tofino import options_from_args as tofino_options
+
+        return module.IncludeOptions(headers_type=headers_type, instance=instance, tofino=tofino_options(args))
+    return module.IncludeOptions(headers_type=headers_type, instance=instance, batch=args.batch or "auto")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -191,13 +200,19 @@ def run(args: argparse.Namespace) -> int:
     for note in compiled.typed.spec.notes:  # what the spec reader skipped, actions inferred from the rules
         print(note, file=sys.stderr)
     emit_options = (backend.options_from_args(args),) if backend is not None and hasattr(backend, "options_from_args") else ()
+    render = None  # pipeline -> what is written (checked in memory)
+    if include:
+        module, opts = include_module(args.target), include_options(args, spec)
+        render = lambda pipeline: module.render_include(pipeline, opts)  # noqa: E731
+    elif backend is not None and hasattr(backend, "build"):
+        render = lambda pipeline: backend.build(pipeline, *emit_options)  # noqa: E731
     refusals: list[str] = []
     rendered = None
-    while backend is not None and hasattr(backend, "build") and not args.like and not include:
+    while render is not None and not args.like:
         # The target's own resource model is the last judge of the entry budget: while it refuses a
         # pipeline that the default budget let through, halve the budget (rules get widened) and retry.
         try:
-            rendered = backend.build(compiled.pipeline, *emit_options)
+            rendered = render(compiled.pipeline)
             break
         except ResourceError as exc:
             if args.exact or "entries" in args.budget or len(refusals) >= 6 or compiled.stats["total_entries"] < 2:
@@ -218,10 +233,9 @@ def run(args: argparse.Namespace) -> int:
     if not compiled.stats["exact"]:
         report_widening(compiled, options, args.trace)
     files = None
-    if include:
-        from backends.bmv2.include import render_include
-
-        files = render_include(compiled.pipeline, include_options(args, spec))  # checked before anything is written
+    if include:  # checked before anything is written
+        files = rendered if rendered is not None else render(compiled.pipeline)
+        rendered = None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if files is not None:
@@ -252,14 +266,13 @@ def run(args: argparse.Namespace) -> int:
     for name, count in s["tables"].items():
         print(f"  {name:<40} {count:>8}")
     if files is not None:
-        from backends.bmv2.include import CONTROL_FILE
+        from backends.common.include import CONTROL, CONTROL_FILE, META_PARAM, METADATA_TYPE
 
-        opts = include_options(args, spec)
         name = opts.instance.rsplit(".", 1)[1]
-        print(f"wrote {out / 'pipeline.json'}, {out / CONTROL_FILE} and its entries (tables {opts.instance}.<table>)")
-        print(f"  in your program: #include \"{CONTROL_FILE}\"; a member p4sub_metadata_t p4sub; of your metadata; "
-              f"P4subIngress() {name}; in {opts.instance.rsplit('.', 1)[0]}; "
-              f"{name}.apply(hdr, meta.p4sub, standard_metadata);")
+        print(f"wrote {out / 'pipeline.json'}, {out / CONTROL_FILE} and its entries "
+              f"(tables {module.table_prefix(opts)}.<table>)")
+        print(f"  in your program: #include \"{CONTROL_FILE}\"; a member {METADATA_TYPE} {META_PARAM}; of your "
+              f"metadata; {CONTROL}() {name}; in {opts.instance.rsplit('.', 1)[0]}; {module.apply_call(opts)}")
         return 0
     print(f"wrote {out / 'pipeline.json'}" + (f" and the {args.target} files" if args.target != "none" else ""))
     return 0

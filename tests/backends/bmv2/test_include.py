@@ -154,7 +154,6 @@ def test_cli_include_mode_and_its_refusals(tmp_path, capsys):
     assert "would replace the entries of your program's own tables" in capsys.readouterr().err
     for extra, message in [
         (("--target", "bmv2"), "pragma-only spec"),
-        (("--target", "tofino", "--emit", "control"), "the Tofino backend has no include mode yet"),
         (("--emit", "control"), "add --target bmv2"),
         (("--target", "bmv2", "--emit", "control", "--delivery", "bitmap"), "use --delivery groups"),
         (("--target", "bmv2", "--emit", "control", "--default", "drop"), "left to your program"),
