@@ -138,8 +138,11 @@ def facts(target: Target = TOFINO1) -> TargetFacts:
         ingress_control=target.ingress_control,
         egress_control=target.egress_control,
         primitives={
-            "set_egress_port": f"{tm}.{target.unicast_port_field} = {{0}};",
-            "set_mcast_group": f"{tm}.{target.multicast_group_field} = {{0}}; {tm}.{target.rid_field} = {{0}};",
+            # Forwarding undoes an earlier drop, as on v1model and in the IR (the default path's L3
+            # hit after an L2 miss): drop_ctl is cleared with it.
+            "set_egress_port": f"{tm}.{target.unicast_port_field} = {{0}}; {dprsr}.{target.drop_field} = 3w0;",
+            "set_mcast_group": (f"{tm}.{target.multicast_group_field} = {{0}}; {tm}.{target.rid_field} = {{0}}; "
+                                f"{dprsr}.{target.drop_field} = 3w0;"),
             "drop": f"{dprsr}.{target.drop_field} = 3w1;",
         },
         multicast=f"{tm}.{target.multicast_group_field}",

@@ -78,8 +78,10 @@ def test_the_control_has_the_documented_signature_metadata_and_apply_block():
     # A claimed packet's fate, in TNA's intrinsic metadata, through the control's own parameters.
     actions = {m.group(1): m.group(2) for m in re.finditer(r'@name\("(\w+)"\) action \w+\([^)]*\) \{(.*?)\n    \}',
                                                              text, re.S)}
-    assert actions["forward"].strip() == "ig_tm_md.ucast_egress_port = port;"
-    assert actions["multicast"].strip() == "ig_tm_md.mcast_grp_a = group; ig_tm_md.rid = group;"
+    # forwarding undoes an earlier drop (an L3 hit after an L2 miss on the default path)
+    assert actions["forward"].strip() == "ig_tm_md.ucast_egress_port = port; ig_dprsr_md.drop_ctl = 3w0;"
+    assert actions["multicast"].strip() == ("ig_tm_md.mcast_grp_a = group; ig_tm_md.rid = group; "
+                                            "ig_dprsr_md.drop_ctl = 3w0;")
     assert actions["drop_packet"].strip() == "ig_dprsr_md.drop_ctl = 3w1;"
     # The leaf's miss leaves the packet to the user's program.
     leaf = tables_in(text)["leaf_actions"]
