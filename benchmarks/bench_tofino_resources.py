@@ -106,11 +106,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="10k ITCH/INT filters and 100k hICN ids")
     parser.add_argument("--itch-prices", choices=("dollars", "cents"), default="dollars",
                         help="ITCH thresholds in whole dollars (default) or with 4 decimals")
+    parser.add_argument("--delivery", choices=("auto", "groups", "bitmap"), default="auto",
+                        help="compile layout (auto: the compiler's choice)")
+    parser.add_argument("--only", help="comma-separated workloads (ITCH,INT,hICN)")
     args = parser.parse_args()
     rows = []
     for name, spec, rules in workloads_for(args):
+        if args.only and name not in args.only.split(","):
+            continue
         t1 = time.perf_counter()
-        compiled = compile_rules(spec, rules, CompileOptions(tables=compile_options(spec), budget=compile_budget()))
+        compiled = compile_rules(spec, rules, CompileOptions(tables=compile_options(spec), budget=compile_budget(),
+                                                             delivery=args.delivery))
         t2 = time.perf_counter()
         layout = plan(compiled.pipeline)
         try:

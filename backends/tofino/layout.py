@@ -7,7 +7,9 @@ The IR is target-neutral; Tofino adds one restriction and one opportunity:
   keep the entry's priority, so lookups are unchanged: one range's prefixes are disjoint, and
   entries of different ranges are ordered by priority exactly as before);
 * a range key whose entries are all single values is an ``exact`` key (SRAM hash instead of TCAM),
-  when no two entries then collide;
+  when no two entries then collide; so is a narrow one whose ranges hold few values per entry (a
+  compressed code: each range becomes one exact entry per value, ``expand_points``), TCAM being the
+  scarcer memory;
 * among keys that may stay ``range``, the cheaper of the nibble encoding and the prefix cover is
   taken, counted in TCAM rows over the table's actual entries.
 
@@ -45,6 +47,8 @@ class TofinoOptions:
 
     target: Target = TOFINO1
     points_as_exact: bool = True
+    expand_points: int = 16  # a narrow range key becomes exact when its ranges hold at most this many values per entry
+    expand_limit: int = 1 << 20  # ... and at most this many in all
     allow_recirculation: bool = False
     headroom: float = 1.25
     batch: str = "auto"
@@ -61,7 +65,7 @@ class KeyLayout:
     width: int
     match_kind: str
     ir_kind: str
-    encoding: str  # "native", "prefix-cover" (range -> ternary), "points" (range -> exact)
+    encoding: str  # "native", "prefix-cover" (range -> ternary), "points"/"expand" (range -> exact values)
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,8 @@ def _range_choice(table: ir.Table, index: int, entries: list[ir.Entry], options:
         if others_exact and distinct:
             return "exact", "points"
     fits = nibbles(key.width, target.nibble_bits) <= target.max_range_nibbles
+    if fits and options.expand_points and _expandable(table, index, entries, options):
+        return "exact", "expand"
     if not fits:
         return "ternary", "prefix-cover"
     nibble_cost = sum(nibble_rows(r.lo, r.hi, key.width, target.nibble_bits) for r in ranges)
@@ -152,6 +158,26 @@ def _range_choice(table: ir.Table, index: int, entries: list[ir.Entry], options:
     if cover_cost < nibble_cost:
         return "ternary", "prefix-cover"
     return "range", "native"
+
+
+def _expandable(table: ir.Table, index: int, entries: list[ir.Entry], options: TofinoOptions) -> bool:
+    """Whether the range key is cheaper as exact values in SRAM: the other keys exact, the ranges
+    holding at most ``expand_points`` times as many values as there are entries (a small domain, such
+    as a compressed code), and no two entries sharing a value (they partition each state's domain)."""
+    if not entries or any(k.match_kind != "exact" for j, k in enumerate(table.keys) if j != index):
+        return False
+    points = sum(e.matches[index].hi - e.matches[index].lo + 1 for e in entries)
+    if points > options.expand_points * len(entries) or points > options.expand_limit:
+        return False
+    seen: set[tuple] = set()
+    for e in entries:
+        rest = tuple(_exact_value(m) for j, m in enumerate(e.matches) if j != index)
+        r = e.matches[index]
+        for v in range(r.lo, r.hi + 1):
+            if (rest, v) in seen:
+                return False
+            seen.add((rest, v))
+    return True
 
 
 def _exact_value(match: ir.Match) -> object:
@@ -171,6 +197,8 @@ def _render_entries(entries: list[ir.Entry], keys: list[KeyLayout]) -> list[ir.E
             enc = keys[i].encoding
             if enc == "points":
                 options.append([ir.Exact(match.lo)])
+            elif enc == "expand":
+                options.append([ir.Exact(v) for v in range(match.lo, match.hi + 1)])
             elif enc == "prefix-cover":
                 options.append([ir.Ternary(v, m) for v, m in prefix_cover(match.lo, match.hi, keys[i].width)])
             else:

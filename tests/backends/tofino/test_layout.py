@@ -79,8 +79,31 @@ def test_range_entries_that_are_all_points_become_an_exact_key():
     t = plan(_pipeline(table, entries)).table("t")
     assert [k.match_kind for k in t.keys] == ["exact", "exact"]
     assert not t.needs_priority and {e.priority for e in t.entries} == {0}
-    kept = plan(_pipeline(table, entries), TofinoOptions(points_as_exact=False)).table("t")
+    kept = plan(_pipeline(table, entries), TofinoOptions(points_as_exact=False, expand_points=0)).table("t")
     assert kept.keys[1].match_kind == "range"
+
+
+def test_a_narrow_range_key_with_few_values_per_entry_becomes_one_exact_entry_per_value():
+    """A compressed code matched in ranges: SRAM exact entries instead of TCAM rows, same lookups."""
+    table = ir.Table("t", (ir.Key(ir.STATE, 8, "exact"), ir.Key("meta.p4sub_code_x", 6, "range")),
+                     ("set_state", "NoAction"), "NoAction", size=64)
+    entries = [ir.Entry("t", (ir.Exact(s), ir.Range(lo, hi)), "set_state", (10 * s + lo,), 1)
+               for s in (0, 1) for lo, hi in ((0, 3), (4, 4), (5, 20))]
+    t = plan(_pipeline(table, entries)).table("t")
+    assert [k.match_kind for k in t.keys] == ["exact", "exact"] and t.keys[1].encoding == "expand"
+    assert not t.uses_tcam and len(t.entries) == 2 * 21
+    for s in (0, 1):
+        for v in range(21):
+            want = next(e.args for e in entries if e.matches[0].value == s and e.matches[1].lo <= v <= e.matches[1].hi)
+            got = [e.args for e in t.entries if e.matches == (ir.Exact(s), ir.Exact(v))]
+            assert got == [want]
+    # wide ranges (more than expand_points values per entry) stay in TCAM
+    wide = [ir.Entry("t", (ir.Exact(0), ir.Range(0, 63)), "set_state", (1,), 1)]
+    assert plan(_pipeline(table, wide), TofinoOptions(expand_points=16)).table("t").keys[1].match_kind == "range"
+    # overlapping entries of one state (a folded miss's wildcard under a range) cannot be expanded
+    overlap = [ir.Entry("t", (ir.Exact(0), ir.Range(2, 3)), "set_state", (1,), 2),
+               ir.Entry("t", (ir.Exact(0), ir.Range(0, 5)), "set_state", (2,), 1)]
+    assert plan(_pipeline(table, overlap)).table("t").keys[1].encoding != "expand"
 
 
 def test_a_narrow_range_key_stays_range_when_nibble_rows_are_cheaper():
