@@ -32,7 +32,7 @@ from runtime.parse_graph import ParseGraph
 
 from tests.backends.bmv2 import helpers as h
 from tests.backends.bmv2 import packets as pk
-from tests.backends.bmv2.switch import Bmv2Switch, tool
+from tests.backends.bmv2.switch import Bmv2Switch, require_cli_switch, tool
 
 SPEC = h.SCALAR_SPEC.replace("@query_field(ipv4.diffserv)", "@query_field(ipv4.diffserv)\n@query_field_exact(PORT)")
 RULES = """
@@ -195,10 +195,7 @@ def _probe(dst: int, i: int) -> bytes:
 @pytest.mark.bmv2
 @pytest.mark.p4c
 def test_simple_switch_applies_the_port_rule_only_to_packets_from_port_1(tmp_path):
-    if P4C is None or tool("simple_switch") is None or tool("simple_switch_CLI") is None:
-        pytest.skip("p4c-bm2-ss, simple_switch or simple_switch_CLI is not installed")
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
+    require_cli_switch()
     pipeline = pipeline_for(V1)
     out = tmp_path / "out"
     bmv2.emit(pipeline, out)

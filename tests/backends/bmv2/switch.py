@@ -24,6 +24,16 @@ def tool(name: str) -> str | None:
     return shutil.which(name) or (f"/usr/local/bin/{name}" if Path(f"/usr/local/bin/{name}").exists() else None)
 
 
+def require_cli_switch() -> None:
+    """Skip, with the reason, a test that loads commands.txt into simple_switch in a network namespace."""
+    import pytest
+
+    if tool("p4c-bm2-ss") is None or tool("simple_switch") is None or tool("simple_switch_CLI") is None:
+        pytest.skip("p4c-bm2-ss, simple_switch or simple_switch_CLI is not installed")
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root")
+
+
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
 

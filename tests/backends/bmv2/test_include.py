@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import random
 import re
 import struct
@@ -34,7 +33,7 @@ from runtime.parse_graph import ParseGraph
 
 from tests.backends.bmv2 import helpers as h
 from tests.backends.bmv2 import packets as pk
-from tests.backends.bmv2.switch import Bmv2Switch, tool
+from tests.backends.bmv2.switch import Bmv2Switch, require_cli_switch, tool
 
 EXAMPLE = h.ROOT / "examples/coexist"
 PORT = "standard_metadata.ingress_port"
@@ -258,10 +257,7 @@ def example_probes(rng: random.Random) -> list[tuple[int, bytes, str]]:
 def test_the_coexistence_example_on_simple_switch(tmp_path):
     """Subscribed Add Orders go where the rules say (the model), unchanged; everything else is routed
     by the user's LPM table (rewritten by it), or dropped where it has no route."""
-    if P4C is None or tool("simple_switch") is None or tool("simple_switch_CLI") is None:
-        pytest.skip("p4c-bm2-ss, simple_switch or simple_switch_CLI is not installed")
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
+    require_cli_switch()
     out = tmp_path / "out"
     program = build_example(out)
     pipeline = ir.load(out)

@@ -26,7 +26,7 @@ from runtime.model import Model
 
 from tests.backends.bmv2 import helpers as h
 from tests.backends.bmv2 import packets as pk
-from tests.backends.bmv2.switch import Bmv2Switch, tool
+from tests.backends.bmv2.switch import Bmv2Switch, require_cli_switch, tool
 
 P4C = tool("p4c-bm2-ss")
 SWITCH = tool("simple_switch_grpc")
@@ -248,10 +248,7 @@ def test_scalar_single_message_path_on_bmv2(tmp_path):
 @pytest.mark.p4c
 def test_commands_txt_on_simple_switch_cli_gives_the_same_forwarding(tmp_path):
     """The CLI path: priorities inverted for BMv2's lower-wins rule (ternary diffserv entries)."""
-    if P4C is None or tool("simple_switch") is None or tool("simple_switch_CLI") is None:
-        pytest.skip("p4c-bm2-ss, simple_switch or simple_switch_CLI is not installed")
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
+    require_cli_switch()
     pipeline = scalar_pipeline(tmp_path)
     assert any(e.priority > 1 for e in pipeline.entries), "the test needs entries with different priorities"
     probe_cli_switch(pipeline, tmp_path / "scalar", tmp_path, (1, 5, 11))
@@ -278,10 +275,7 @@ def test_multi_lane_bitmap_program_on_simple_switch_forwards_as_the_model(tmp_pa
     """Port-bitmap delivery in three lanes: the lanes OR their bitmaps, one group replicates to every
     rule port, and the egress drops the copies whose bit is clear; simple_switch must agree with the
     reference model on every probe, and send nothing where no rule matches."""
-    if P4C is None or tool("simple_switch") is None or tool("simple_switch_CLI") is None:
-        pytest.skip("p4c-bm2-ss, simple_switch or simple_switch_CLI is not installed")
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
+    require_cli_switch()
     spec = h.spec_from_text(h.SCALAR_SPEC, str(tmp_path))
     rules = h.SCALAR_RULES + "ipv4.diffserv == 12 and ipv4.ttl < 9 : fwd(2);\nipv4.ttl == 11 : fwd(3);\n"
     pipeline = h.compile_text(spec, rules, delivery="bitmap", lanes=3).pipeline
@@ -334,10 +328,7 @@ def test_rules_over_disjoint_protocols_coexist_on_simple_switch(tmp_path, delive
     """Rules over DNS, order messages and plain IPv4 on one switch: each protocol's packets reach
     its subscribers (the program tests each header's validity, as the model does); IPv6 frames,
     which no rule looks at, are dropped or take the --default port."""
-    if P4C is None or tool("simple_switch") is None or tool("simple_switch_CLI") is None:
-        pytest.skip("p4c-bm2-ss, simple_switch or simple_switch_CLI is not installed")
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
+    require_cli_switch()
     spec = h.spec_from_text(h.COEXIST_SPEC, str(tmp_path))
     options = CompileOptions(delivery=delivery, default=parse_default(default))
     pipeline = compile_rules(spec, parse_rules(h.COEXIST_RULES), options).pipeline
@@ -400,10 +391,7 @@ def coexistence_example_probes(pipeline, spec, seed: int = 11) -> tuple[list, li
 @pytest.mark.p4c
 def test_coexistence_example_forwards_itch_int_dns_and_ipv4_on_simple_switch(tmp_path):
     """examples/coexistence: subscriptions of four protocols on one switch, on simple_switch."""
-    if P4C is None or tool("simple_switch") is None or tool("simple_switch_CLI") is None:
-        pytest.skip("p4c-bm2-ss, simple_switch or simple_switch_CLI is not installed")
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
+    require_cli_switch()
     from compiler.spec_reader import read_spec
 
     root = Path(__file__).resolve().parents[3] / "examples/coexistence"
