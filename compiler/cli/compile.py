@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "where needed), so that an update renders the same program and installs as entry changes")
     p.add_argument("--default", default=None, metavar="drop|fwd(PORT)|table",
                    help="packets that carry no header a rule reads: dropped (default), sent to PORT, or through "
-                        "the p4sub_default table the user fills (an L2/L3 hook); with --emit control they are "
+                        "the p4sub_default_l2/_l3 tables the user fills (an L2/L3 hook); with --emit control they are "
                         "left to your program unless fwd(PORT) or table is given")
     p.add_argument("--emit", choices=("program", "control"), default="program",
                    help="bmv2, tofino: a whole program (default), or only the subscription control p4sub_control.p4 "
