@@ -124,7 +124,7 @@ def plan(typed: TypedRules) -> StatePlan:
         if counter.name not in reads:
             continue
         summed = any(r.function in ("sum", "avg") for r in reads[counter.name])
-        when = tuple(dict.fromkeys(ref.split(".", 1)[0] for ref in (counter.key, counter.field if summed else None)
+        when = tuple(dict.fromkeys(ref.split(".", 1)[0] for ref in (counter.key, counter.field)
                                    if ref and spec.header(ref.split(".", 1)[0]) is not None))
         base = f"p4sub_{counter.name}"
         updates.append(ir.StateUpdate(
