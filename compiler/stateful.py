@@ -66,6 +66,19 @@ def _counter(name: str, attr: ast.Attribute, spec: Spec) -> Counter:
     return counter
 
 
+def field_width(spec: Spec, ref: str) -> int:
+    """The width of a counter's key or field: a header field, or intrinsic metadata."""
+    width = spec.field_width(ref)
+    if width is None:
+        from compiler.spec_metadata import intrinsic_width
+
+        inst, name = ref.split(".", 1)
+        width = intrinsic_width(inst, name)
+    if width is None:
+        raise P4subError(f"{spec.path}: no field {ref} (a counter's key or field)")
+    return width
+
+
 def read_field(counter: str, function: str) -> str:
     """The metadata that holds ``function`` of ``counter`` while the tables run."""
     return f"meta.p4sub_st_{counter}_{function}"

@@ -30,23 +30,10 @@ import numpy as np
 
 from compiler import ir, validity
 from compiler.errors import P4subError
-from compiler.spec import Spec
+from compiler.stateful import field_width
 
 #: The column that gives each row's ingress time, in nanoseconds (replay's readers fill it from the capture).
 TIME_COLUMN = "timestamp_ns"
-
-
-def field_width(spec: Spec, ref: str) -> int:
-    """The width of a counter's key or field: a header field, or intrinsic metadata."""
-    width = spec.field_width(ref)
-    if width is None:
-        from compiler.spec_metadata import intrinsic_width
-
-        inst, name = ref.split(".", 1)
-        width = intrinsic_width(inst, name)
-    if width is None:
-        raise P4subError(f"{spec.path}: no field {ref} (a counter's key or field)")
-    return width
 
 
 def cells(values: np.ndarray, width: int, size: int) -> np.ndarray:
