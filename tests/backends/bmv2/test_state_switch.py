@@ -154,3 +154,14 @@ def test_include_mode_renders_counters_in_the_control_and_p4c_compiles_the_users
     done = subprocess.run([P4C, "-I", str(tmp_path), "-o", str(tmp_path / "coexist.json"),
                            str(ROOT / "examples/coexist/coexist.p4")], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
+
+
+def test_counters_over_a_header_stack_are_refused() -> None:
+    from compiler.errors import TargetError
+    from compiler.lang import parse_rules
+
+    itch = (ROOT / "apps/itch/itch.p4").read_text().replace(
+        "@query_counter(msg_rate, 100000, 4)", "@query_counter(msg_rate, 100000, 4, key=add_order.stock)")
+    p = compile_rules(parse_spec(itch, "itch.p4"), parse_rules('add_order.stock == "A" and msg_rate > 3: fwd(1);'))
+    with pytest.raises(TargetError, match="header stack"):
+        bmv2.build_program(p.pipeline)
