@@ -58,6 +58,23 @@ def bind(attr: ast.Attribute, spec: Spec) -> tuple[Counter, str]:
     return keeping[0], attr.function
 
 
+def relax(f: ast.Filter, positive: bool = True) -> ast.Filter:
+    """``f`` with its stateful comparisons taken as holding: a filter every packet ``f`` matches
+    also matches, whatever the counters read. A switch upstream of a rule's last hop forwards with
+    it, so that only the last hop counts and judges (docs/compiler.md, "Where state lives"). Under a
+    ``not`` a comparison is taken as failing, which again widens the whole. ``f`` itself when it
+    tests no state."""
+    if isinstance(f, ast.Comparison):
+        return ast.Const(positive, f.location) if is_stateful(f.attribute) else f
+    if isinstance(f, ast.Not):
+        item = relax(f.item, not positive)
+        return f if item is f.item else ast.Not(item, f.location)
+    if isinstance(f, (ast.And, ast.Or)):
+        items = tuple(relax(i, positive) for i in f.items)
+        return f if all(a is b for a, b in zip(items, f.items)) else type(f)(items, f.location)
+    return f
+
+
 def _counter(name: str, attr: ast.Attribute, spec: Spec) -> Counter:
     counter = spec.counters.get(name)
     if counter is None:

@@ -138,3 +138,40 @@ def test_an_unkeyed_counter_has_one_cell() -> None:
     typed = typed_of("@query_counter(rate, 1000, 64)", "rate > 1: fwd(1);")
     (update,) = plan(typed).updates
     assert (update.size, update.index, update.when) == (1, "", ())
+
+
+def test_relax_takes_state_as_holding_in_either_polarity() -> None:
+    from compiler import rules as ast
+    from compiler.oracle import filter_holds
+    from compiler.stateful import relax
+
+    typed = typed_of("@query_counter(rate, 1000, 4)",
+                     "h.stock == A and rate > 3: fwd(1);\nnot (rate > 3 and h.price > 1) or h.stock == B: fwd(2);\n"
+                     "h.price < 2: fwd(3);")
+    first, second, plain = (r.filter for r in typed.rules)
+    assert str(relax(first)) == 'h.stock == "A" and true'
+    assert str(relax(second)) == 'not (false and h.price > 1) or h.stock == "B"'
+    assert relax(plain) is plain
+    # A superset: wherever the rule holds for some counter value, the relaxed filter holds.
+    fields = typed.fields
+    for stock in (0x41 << 56 | 0x20202020202020, 0x42 << 56 | 0x20202020202020, 7):
+        for price in (0, 1, 2, 3):
+            for rate in (0, 3, 4):
+                values = {"h.stock": stock, "h.price": price, "rate": rate}
+                for f in (first, second):
+                    if filter_holds(f, fields, values):
+                        assert filter_holds(relax(f), fields, values)
+
+
+def test_routing_judges_state_at_the_last_hop_only() -> None:
+    from compiler.routing import UP_PORT, route
+    from compiler.topology import fat_tree
+
+    topo = fat_tree(4)
+    text = f"h.stock == A and rate > 3: fwd({topo.node_id('h1')}, {topo.node_id('h5')});"
+    typed = check_rules(parse_rules(text), spec_of("@query_counter(rate, 1000, 4)"), port_bits=32)
+    per = route(topo, typed.rules, typed.fields)
+    edge = {r.ports: str(r.filter) for r in per["e1_1"].rules}
+    assert edge == {(3,): 'h.stock == "A" and rate > 3', (UP_PORT,): 'h.stock == "A" and true'}
+    assert all("rate" not in str(r.filter) for s in ("a2_1", "c1") for r in per[s].rules)
+    assert any(per[s].rules for s in ("a2_1", "c1"))
