@@ -175,3 +175,17 @@ def test_routing_judges_state_at_the_last_hop_only() -> None:
     assert edge == {(3,): 'h.stock == "A" and rate > 3', (UP_PORT,): 'h.stock == "A" and true'}
     assert all("rate" not in str(r.filter) for s in ("a2_1", "c1") for r in per[s].rules)
     assert any(per[s].rules for s in ("a2_1", "c1"))
+
+
+def test_simulate_takes_each_packets_time(tmp_path: Path, capsys) -> None:
+    from compiler.cli import main
+
+    out = tmp_path / "out"
+    assert main(["compile", str(EXAMPLE / "itch-rate.p4"), str(EXAMPLE / "itch-rate.rules"), "-o", str(out)]) == 0
+    ms = [0, 1, 2, 3, 150]
+    lines = [f'{{"add_order.stock": "GOOGL", "add_order.shares": 100, "timestamp_ns": {t * 1_000_000}}}' for t in ms]
+    (tmp_path / "p.jsonl").write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert main(["simulate", str(out), "--packets", str(tmp_path / "p.jsonl")]) == 0
+    got = [line for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert got == ['{"ports": [1]}'] * 3 + ['{"ports": [1, 2]}', '{"ports": [1]}']
