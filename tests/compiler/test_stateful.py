@@ -189,3 +189,16 @@ def test_simulate_takes_each_packets_time(tmp_path: Path, capsys) -> None:
     assert main(["simulate", str(out), "--packets", str(tmp_path / "p.jsonl")]) == 0
     got = [line for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     assert got == ['{"ports": [1]}'] * 3 + ['{"ports": [1, 2]}', '{"ports": [1]}']
+
+
+def test_explain_takes_the_counters_values_as_given(tmp_path: Path, capsys) -> None:
+    from compiler.cli import main
+
+    out = tmp_path / "out"
+    assert main(["compile", str(EXAMPLE / "itch-rate.p4"), str(EXAMPLE / "itch-rate.rules"), "-o", str(out)]) == 0
+    packet = '{"add_order.stock": "GOOGL", "add_order.shares": 100, "rate": 7, "avg(add_order.shares)": 600}'
+    capsys.readouterr()
+    assert main(["explain", str(out), "--packet", packet]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == '{"ports": [1, 2, 3]}'
+    assert main(["explain", str(out), "--packet", '{"add_order.stock": "GOOGL", "add_order.shares": 100}']) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == '{"ports": [1]}'  # counters left out read 0
