@@ -202,3 +202,11 @@ def test_explain_takes_the_counters_values_as_given(tmp_path: Path, capsys) -> N
     assert capsys.readouterr().out.splitlines()[-1] == '{"ports": [1, 2, 3]}'
     assert main(["explain", str(out), "--packet", '{"add_order.stock": "GOOGL", "add_order.shares": 100}']) == 0
     assert capsys.readouterr().out.splitlines()[-1] == '{"ports": [1]}'  # counters left out read 0
+
+
+def test_check_reports_an_aggregate_no_counter_keeps(tmp_path: Path, capsys) -> None:
+    from compiler.cli import main
+
+    (tmp_path / "bad.sub").write_text("avg(add_order.price) > 1: fwd(1);\n")
+    assert main(["check", str(EXAMPLE / "itch-rate.p4"), str(tmp_path / "bad.sub")]) == 2
+    assert "bad.sub:1:1: avg(add_order.price) needs a window" in capsys.readouterr().err
