@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from compiler import bdd, ir
+from compiler import bdd, ir, stateful
 from compiler.budget import Selectivity, Widening, widenings
 from compiler.default_path import Default, add_default, default_of
 from compiler.dnf import DEFAULT_LIMIT, ActionSet, rule_actions
@@ -96,6 +96,7 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     """Type-check, build the diagram(s), slice them into tables; timing covers all of it."""
     start = time.perf_counter()
     typed = check_rules(rules, spec, port_bits=options.port_bits)
+    state = stateful.plan(typed)  # counters the rules read (binding errors before any diagram)
     spec = typed.spec  # with the actions a pragma-only spec's rules call (compiler.typecheck)
     delivery = options.delivery
     if delivery not in DELIVERIES:
@@ -140,6 +141,7 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
             candidates.append(Compiled(typed, diagram, pipeline, pipeline_stats(pipeline, 0.0), (diagram,)))
     for c in candidates:
         c.pipeline = add_default(dataclasses.replace(c.pipeline, guard=typed.guard), options.default, typed.queried)
+        c.pipeline = stateful.attach(c.pipeline, state)
         c.stats["budget_misses"] = options.budget.misses(c.stats)
         c.stats["cost_bits"] = layout_cost(c.stats, c.pipeline)
     # What fits first, then exact before approximate, then the cheaper.

@@ -26,8 +26,10 @@ from compiler.spec import Spec
 
 FORMAT_VERSION = 3
 #: Versions this p4sub reads: 1 had no lanes and no port bitmap, 2 no guard (the defaults below mean
-#: the same: a version-2 program required every header its tables query).
-READABLE_VERSIONS = (1, 2, 3)
+#: the same: a version-2 program required every header its tables query). A pipeline with state
+#: (``updates``) is version 4, so that a p4sub that cannot compute its keys refuses it.
+READABLE_VERSIONS = (1, 2, 3, 4)
+STATEFUL_VERSION = 4
 STATE = "meta.p4sub_state"
 PORTS = "meta.p4sub_ports"
 
@@ -183,9 +185,48 @@ class Delivery:
 
 @dataclass(frozen=True)
 class Register:
+    """An array of ``size`` cells of ``width`` bits that outlives packets. ``index`` is the field whose
+    CRC-32 modulo ``size`` picks a packet's cell ("" for cell 0)."""
+
     name: str
     width: int
     size: int
+    index: str = ""
+
+
+@dataclass(frozen=True)
+class StateRead:
+    """A stateful value the tables match: rule attribute ``attribute`` (``count(rate)``) is
+    ``function`` (count, sum or avg) of its counter, put in metadata ``field`` before the tables."""
+
+    attribute: str
+    function: str
+    field: str
+    width: int
+
+
+@dataclass(frozen=True)
+class StateUpdate:
+    """One counter, updated before any table and then read (docs/compiler.md, "Stateful subscriptions").
+
+    Registers ``end`` (window ends, in microseconds), ``count`` and ``total`` (sums; "" when no rule
+    reads a sum or an average) share their cells, picked by ``index`` (a field, "" for one cell).
+    A message whose ``when`` headers are all valid updates the cell: a new window when its time is
+    at or past the end (end = time + ``window_us``, count = sum = 0), then count + 1 and sum +
+    ``value``, modulo 2^``width``.
+    """
+
+    counter: str
+    window_us: int
+    width: int
+    size: int
+    end: str
+    count: str
+    total: str = ""
+    index: str = ""
+    value: str = ""
+    when: tuple[str, ...] = ()
+    reads: tuple[StateRead, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -220,6 +261,12 @@ class Pipeline:
     # ``default_control`` instead of ``control`` (compiler.default_path; empty: dropped). None: the guard.
     queried: tuple[str, ...] | None = None
     default_control: tuple[str, ...] = ()
+    # Counters updated before the tables (compiler.stateful); their values are keys like fields.
+    updates: tuple[StateUpdate, ...] = ()
+
+    def state_reads(self) -> dict[str, StateRead]:
+        """Rule attribute -> the state value that stands for it (empty for a stateless pipeline)."""
+        return {r.attribute: r for u in self.updates for r in u.reads}
 
     def guard_headers(self) -> tuple[str, ...]:
         """The headers a packet must carry to be matched at all."""

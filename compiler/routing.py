@@ -38,6 +38,7 @@ from compiler import rules as ast
 from compiler.approximate import Alpha, approximate
 from compiler.errors import P4subError
 from compiler.spec import QueryField
+from compiler.stateful import relax
 from compiler.topology import Topology
 
 #: The port number the per-switch rules use for the logical up port. Switch ports start at 1, so 0
@@ -274,7 +275,9 @@ def _port_sets(topology: Topology, rules: ast.RuleSet, policy: Policy, alpha: Al
                 if approx_id is None:
                     approx_id = approx_of.get(exact_id)
                     if approx_id is None:
-                        approx_id = approx_of[exact_id] = intern(approximate(rule.filter, alpha, fields), rule.location)
+                        # Upstream of the last hop, state is not judged (compiler.stateful.relax).
+                        approx_id = approx_of[exact_id] = intern(approximate(relax(rule.filter), alpha, fields),
+                                                                 rule.location)
                 _add(acc[s], approx_id, net_ports)
     if policy == "mr":
         true_id = intern(ast.Const(True), None)

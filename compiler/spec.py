@@ -128,13 +128,21 @@ class QueryField:
 
 @dataclass(frozen=True)
 class Counter:
-    """``@query_counter(name, window_us, slots)``: a tumbling-window aggregate state variable."""
+    """``@query_counter(name, window_us, slots)``: a tumbling-window aggregate state variable.
+
+    ``key`` (``key=h.f``) makes the state per key: the key's CRC-32 picks one of ``slots`` cells;
+    ``field`` (``field=h.g``) is what ``sum`` and ``avg`` add up. Both are ``header.field``
+    references (or intrinsic metadata), None when not given. Semantics: docs/compiler.md,
+    "Stateful subscriptions".
+    """
 
     name: str
     window_us: int
     slots: int
     width: int = 32
     location: SourceLocation | None = None
+    key: str | None = None
+    field: str | None = None
 
 
 @dataclass(frozen=True)

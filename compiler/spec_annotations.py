@@ -276,8 +276,10 @@ def _query_counter(ann: RawAnnotation, ctx: AnnotationContext) -> Counter:
     args = ann.args or []
     positional = [a for a in args if a.kind != "keyword"]
     keywords = {a.key: a for a in args if a.kind == "keyword"}
-    if len(positional) != 3 or set(keywords) - {"width"}:
-        raise SpecError(f"{usage} takes a name, a window in microseconds and a number of slots", ann.location)
+    repeated = len(keywords) != sum(a.kind == "keyword" for a in args)
+    if len(positional) != 3 or set(keywords) - {"width", "key", "field"} or repeated:
+        raise SpecError(f"{usage} takes a name, a window in microseconds and a number of slots (and optionally "
+                        "key=h.f, field=h.g, width=N)", ann.location)
     name_arg, *numbers = positional
     name = _counter_name(name_arg, usage)
     values = [_positive(arg, usage, what) for arg, what in zip(numbers, ("window_us", "slots"))]
@@ -289,7 +291,34 @@ def _query_counter(ann: RawAnnotation, ctx: AnnotationContext) -> Counter:
         width = arg.value.value
     if name in ctx.instances:
         raise SpecError(f"counter {name!r} has the name of a header instance", ann.location)
-    return Counter(name, values[0], values[1], width, ann.location)
+    refs = {k: _state_field(keywords[k], ctx, f"{usage}: {k}=") for k in ("key", "field") if k in keywords}
+    if "field" in refs and refs["field"][1] > 64:
+        raise SpecError(f"{usage}: field={refs['field'][0]} has {refs['field'][1]} bits; sums are of fields of "
+                        "at most 64 bits", keywords["field"].location)
+    return Counter(name, values[0], values[1], width, ann.location,
+                   key=refs["key"][0] if "key" in refs else None, field=refs["field"][0] if "field" in refs else None)
+
+
+def _state_field(arg: RawArg, ctx: AnnotationContext, usage: str) -> tuple[str, int]:
+    """A counter's ``key=`` or ``field=``: a header field (or intrinsic metadata) and its width."""
+    if not (arg.kind == "keyword" and isinstance(arg.value, RawRef)
+            and all(isinstance(p, str) for p in arg.value.path.parts) and len(arg.value.path.parts) == 2):
+        raise SpecError(f"{usage} takes a field, header.field", arg.location)
+    inst_name, field_name = arg.value.path.parts
+    ref = f"{inst_name}.{field_name}"
+    inst = ctx.instances.get(inst_name)
+    if inst is None:
+        width = intrinsic_width(inst_name, field_name) if inst_name in INTRINSIC_METADATA else None
+        if width is None:
+            raise SpecError(f"{usage}{ref}: unknown header instance {inst_name!r}"
+                            f"{_did_you_mean(inst_name, ctx.instances)}", arg.location)
+        return ref, width
+    fdef = ctx.header_types[inst.type_name].field(field_name)
+    if fdef is None:
+        raise SpecError(f"{usage}{ref}: header {inst_name} ({inst.type_name}) has no field {field_name!r}"
+                        f"{_did_you_mean(field_name, [f.name for f in ctx.header_types[inst.type_name].fields])}",
+                        arg.location)
+    return ref, fdef.width
 
 
 def _query_field_counter(ann: RawAnnotation, ctx: AnnotationContext) -> Counter:

@@ -168,9 +168,18 @@ class _Checker:
             return None
         if isinstance(arg, ast.Field) and self._field(arg) is None:
             return None
-        scale = self.spec.query_fields[arg.name].scale if arg.name in self.spec.query_fields else 0
-        return QueryField(attr.name, AGGREGATE_WIDTH, "range", scale=scale if attr.function != "count" else 0,
-                          location=attr.location)
+        # The counter that keeps the aggregate gives its width; the field it adds up, its scale
+        # (compiler.stateful binds them and reports an aggregate no counter keeps).
+        if isinstance(arg, ast.StateVar):
+            counter = self.spec.counters[arg.name]
+            summed = counter.field or ""
+        else:
+            keeping = [c for c in self.spec.counters.values() if c.field == arg.name]
+            counter = keeping[0] if len(keeping) == 1 else None
+            summed = arg.name
+        scale = self.spec.query_fields[summed].scale if summed in self.spec.query_fields else 0
+        return QueryField(attr.name, counter.width if counter else AGGREGATE_WIDTH, "range",
+                          scale=scale if attr.function != "count" else 0, location=attr.location)
 
     def _field(self, attr: ast.Field) -> QueryField | None:
         declared = self.spec.query_fields.get(attr.name)

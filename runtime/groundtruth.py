@@ -29,8 +29,10 @@ are grouped by those headers too, and a family runs only on the rows whose ``h.$
 say they carry them (a column left out means valid, as in :meth:`runtime.model.Model.with_validity`).
 A stack's rows are its elements, so a stacked header is valid in every row.
 
-Attributes that are not packet fields (state variables, aggregates) have no value in a trace, so a
-rule set that uses them is refused. User-action calls are not port deliveries and are ignored.
+State variables and aggregates have no value in a trace: a plain loop over the messages computes
+them from the spec's counters (:mod:`runtime.groundtruth_state`, no code shared with the model's),
+and the rules are then judged on them like fields. User-action calls are not port deliveries and
+are ignored.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from compiler.errors import P4subError
 from compiler.spec import QueryField, Spec
 from compiler.typecheck import TypedRules
 from compiler.values import encode_string, scale_decimal
+from runtime.groundtruth_state import StateLoop
 from runtime.model import batch_rows
 from runtime.replay_ports import PortSpace
 
@@ -447,14 +450,28 @@ class GroundTruth:
     space: PortSpace
     fields: dict[str, int]  # field -> width, for every field a rule reads
     families: list[_Family] = field(default_factory=list)
+    # Stateful rules: the values of their state variables and aggregates, message after message
+    # (runtime.groundtruth_state); ``fields`` then lists the packet fields the counters read instead.
+    state: StateLoop | None = None
 
     @classmethod
     def build(cls, typed: TypedRules, space: PortSpace) -> "GroundTruth":
+        state = None
         for rule in typed.rules:
             for cmp in ast.comparisons(rule.filter):
                 if not isinstance(cmp.attribute, ast.Field):
-                    raise P4subError(f"replay evaluates rules on packet fields; {cmp.attribute} is not one "
-                                     "(state variables and aggregates have no value in a trace)", rule.location)
+                    if typed.spec is None or not typed.spec.counters:
+                        raise P4subError(f"replay evaluates rules on packet fields; {cmp.attribute} is not one and "
+                                         "the spec declares no counter to keep it", rule.location)
+                    state = state or StateLoop(typed.rules, typed.spec)
+        if state is not None:
+            truth = cls._build(typed, space)
+            stateless = {name: width for name, width in truth.fields.items() if name not in state.attributes}
+            return cls(space, {**stateless, **state.fields}, truth.families, state)
+        return cls._build(typed, space)
+
+    @classmethod
+    def _build(cls, typed: TypedRules, space: PortSpace) -> "GroundTruth":
         groups: dict[tuple, list[_Term]] = {}
         for rule in typed.rules:
             if not rule.ports:
@@ -481,14 +498,21 @@ class GroundTruth:
         """The ``h.$valid`` columns some rule depends on (optional in :meth:`wanted`)."""
         return sorted({v for fam in self.families for v in fam.needs})
 
+    def reset_state(self) -> None:
+        """Forget the counters of stateful rules (the start of a trace)."""
+        if self.state is not None:
+            self.state.reset()
+
     def wanted(self, columns: Mapping[str, Any], rows: int | None = None) -> np.ndarray:
         """Per row, the ports whose rules hold, as ``(rows, words)`` uint64 masks (``rows``: as
-        :meth:`runtime.model.Model.run`)."""
+        :meth:`runtime.model.Model.run`). With stateful rules, the rows also update the counters."""
         missing = [f for f in self.fields if f not in columns]
         if missing:
             raise P4subError(f"the trace has no column for {', '.join(missing)}, which the rules test")
         n = batch_rows({f: columns[f] for f in self.fields} if self.fields else columns, rows)
         cols = {name: _column(columns[name], width) for name, width in self.fields.items()}
+        if self.state is not None:
+            cols.update(self.state.values(columns, n))
         out = self.space.empty(n)
         for fam in self.families:
             given = [np.asarray(columns[v]).astype(bool) for v in fam.needs if v in columns]

@@ -28,6 +28,7 @@ import numpy as np
 
 from compiler import ir, validity
 from compiler.errors import P4subError
+from runtime.state import StateEngine
 
 
 # ------------------------------------------------------------------------------------------------
@@ -420,6 +421,10 @@ class Model:
         # no entries they take their default action, so their keys need no input.
         keys = {k.field for t in pipeline.tables for k in t.keys if not k.field.startswith("meta.")
                 and (t.name not in pipeline.default_control or by_table[t.name])}
+        # Stateful values are computed from the counters' own inputs (runtime.state), not read.
+        self.state = StateEngine(pipeline) if pipeline.updates else None
+        if self.state is not None:
+            keys = (keys - set(pipeline.state_reads())) | set(self.state.inputs) | set(self.state.validity)
         self.guard = tuple(validity.field_name(h) for h in pipeline.guard_headers())
         self.queried = tuple(validity.field_name(h) for h in pipeline.queried_headers())
         #: The packet fields the tables read (what a reader must supply) and the validity bits the
@@ -428,6 +433,13 @@ class Model:
         self.validity = sorted({f for f in keys if validity.is_validity(f)} | set(self.guard)
                                | (set(self.queried) if pipeline.default_control else set()))
         self.widths = {k.field: k.width for t in pipeline.tables for k in t.keys} | {g: 1 for g in self.validity}
+        if self.state is not None:
+            self.widths.update(self.state.widths)
+
+    def reset_state(self) -> None:
+        """Forget the counters (a switch that just started); a no-op for a stateless pipeline."""
+        if self.state is not None:
+            self.state.reset()
 
     def with_validity(self, columns: Mapping[str, Sequence[int] | np.ndarray], n: int | None = None) -> dict:
         """``columns`` completed with the validity bits the program tests.
@@ -465,6 +477,12 @@ class Model:
         cols = {f: _as_array(columns[f], self.widths[f]) for f in self.inputs + self.validity}
         meta = {m: np.zeros(n, dtype=np.uint64) if w <= 64 else np.zeros(n, dtype=object)
                 for m, w in self.meta_width.items()}
+        if self.state is not None:
+            # Every row updates the counters first (before the default path and the guard), then
+            # the tables match what it read, which is also left in the reads' metadata.
+            cols.update(self.state.run(columns, n))
+            for attribute, read in self.pipeline.state_reads().items():
+                meta[read.field] = cols[attribute].copy()
         res = Result(np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), meta, {},
                      self.group_ports)
         rows = np.arange(n)

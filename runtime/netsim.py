@@ -150,6 +150,11 @@ def _switch_sim(topology: Topology, name: str, pipeline: ir.Pipeline) -> SwitchS
     is_up = np.zeros(cols, dtype=bool)
     for p in up:
         is_up[col_of_port[p]] = True
+    if pipeline.updates:
+        # Copies travel hop by hop in waves, not in time order per switch, so a switch's counters
+        # would see its messages out of order; replay one switch's trace instead (docs/replay.md).
+        raise P4subError(f"switch {name}: netsim does not keep counters (stateful rules need each switch's "
+                         "messages in time order); replay the last hop's traffic with p4sub replay")
     return SwitchSim(name, topology.node_id(name), topology.layer(name), Model(pipeline), ports, up,
                      [topology.peer(name, p) for p in ports], col_of_port, group_cols, is_up)
 

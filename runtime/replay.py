@@ -102,12 +102,15 @@ def plan_partitions(sizes: Sequence[int], parallelism: int, requested: int | Non
 
 
 def split_traces(traces: Sequence[str | os.PathLike[str]], parallelism: int, partitions: int | None = None,
-                 progress: bool = False) -> list[TraceSplit]:
+                 progress: bool = False, ordered: bool = False) -> list[TraceSplit]:
+    """Each trace cut into ranges; ``ordered``: one range per trace (a stateful pipeline's counters
+    depend on every message before, so a trace is replayed in order by one task: docs/replay.md)."""
     # Absolute, since executors do not share the driver's working directory; URLs as given.
     paths = [storage.absolute(t) for t in traces]
     if not paths:
         raise P4subError("no trace to replay (give --trace FILE at least once)")
-    plan = plan_partitions([storage.file_size(p) for p in paths], parallelism, partitions)
+    sizes = [storage.file_size(p) for p in paths]
+    plan = [1] * len(paths) if ordered else plan_partitions(sizes, parallelism, partitions)
     show = progress and sys.stderr.isatty()
     out = []
     for p, n in zip(paths, plan):
@@ -175,7 +178,7 @@ def replay_local(pipeline: ir.Pipeline, typed: TypedRules, traces: Sequence[str 
     spec, app_name = trace_spec(pipeline, spec, app_name)
     ctx = ReplayContext.build(pipeline, typed, spec, batch_packets)
     t_setup = time.perf_counter()
-    splits = split_traces(traces, 1, partitions)
+    splits = split_traces(traces, 1, partitions, ordered=bool(pipeline.updates))
     t_split = time.perf_counter()
     ranges = [r for s in splits for r in s.ranges]
     stats = [replay_range(ctx, r, i) for i, r in enumerate(ranges)]
@@ -275,7 +278,7 @@ def replay(pipeline: ir.Pipeline, typed: TypedRules, traces: Sequence[str | os.P
         sc = spark.sparkContext
         cores = sc.defaultParallelism
         t_ctx = time.perf_counter()
-        splits = split_traces(traces, cores, partitions, progress)
+        splits = split_traces(traces, cores, partitions, progress, ordered=bool(pipeline.updates))
         t_split = time.perf_counter()
         ranges = [r for s in splits for r in s.ranges]
         broadcast = sc.broadcast(ctx)

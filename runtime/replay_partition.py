@@ -223,6 +223,10 @@ def replay_range(ctx: ReplayContext, rng: PcapRange, part: int) -> PartitionStat
     """Read, run and count one range of a trace."""
     start = time.perf_counter_ns()
     stats = PartitionStats.empty(part, len(ctx.space.ports))
+    # A stateful pipeline's range is a whole trace (runtime.replay: ordered), read from its start
+    # by a switch that just started.
+    ctx.model.reset_state()
+    ctx.truth.reset_state()
     source = SpecTraceReader(rng.path, ctx.reader, batch_packets=ctx.batch_packets, byte_range=rng)
     batches = iter(source)
     decode_ns = 0

@@ -37,7 +37,9 @@ from compiler.errors import ResourceError, TargetError
 
 from backends.bmv2.cli_commands import commands
 from backends.bmv2.p4runtime import one_update_per_line, write_request
+from backends.bmv2 import state
 from backends.bmv2.program import Bmv2Program, Copy, copy_member, intrinsic_keys
+from backends.common.state import check_state, state_keys
 from backends.bmv2.target import MAX_GROUP_ID, V1MODEL
 from backends.common.controls import action_decls, apply_statements, chained_tables, table_decl
 from backends.common.headers import Member, bits, struct_decl
@@ -111,10 +113,14 @@ def render_include(pipeline: ir.Pipeline, options: IncludeOptions = IncludeOptio
     copies = [Copy(copy_member(f), *split_field(f), spec.field_width(f)) for f in layout.query_fields
               if split_field(f)[0] in stacked]
     intrinsic = intrinsic_keys(run, batched=False)
+    check_state(run, "bmv2", batched=mode != "single")
+    stateful = state_keys(run, META_PARAM)
 
     def key_expr(key: ir.Key) -> str:
         if key.field in intrinsic:
             return intrinsic[key.field]
+        if key.field in stateful:
+            return stateful[key.field]
         if not is_meta(key.field) and split_field(key.field)[0] in stacked:
             return f"{META_PARAM}.{copy_member(key.field)}"
         return field_expression(key.field, meta=META_PARAM)
@@ -141,6 +147,8 @@ def render_include(pipeline: ir.Pipeline, options: IncludeOptions = IncludeOptio
         apply_lines=apply_statements(run, on_hit=leaves),
         default_lines=apply_statements(run, order=run.default_control),
         groups=[g.id for g in run.multicast_groups],
+        state_decls=state.declarations(run),
+        state_lines=state.apply_lines(run, V1MODEL.query_metadata, meta=META_PARAM),
     )
     text = render_template(__file__, "control.p4.j2", **context)
     program = Bmv2Program(text, mode, layout, {t.name: t.size for t in run.tables})

@@ -63,7 +63,9 @@ from backends.common.names import (
     is_meta,
     split_field,
 )
+from backends.bmv2 import state
 from backends.common.parser import emit_statements, parser_states
+from backends.common.state import check_state, state_keys
 from backends.common.target import check_match_kinds
 from backends.common.templates import render_template
 
@@ -236,6 +238,7 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         raise TargetError("bmv2: port-bitmap delivery is rendered for one message per packet on a lone switch; "
                           "compile with --delivery groups for " + ("a network switch" if not batched
                                                                    else f"--batch {mode}"))
+    check_state(pipeline, "bmv2", batched=batched or mode == "first")
     stacked = {h for h in layout.query_headers if spec.header(h).stack_size}
     copies = [Copy(copy_member(f), *split_field(f), spec.field_width(f)) for f in layout.query_fields
               if split_field(f)[0] in stacked]
@@ -306,7 +309,7 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         extra_entries += [ir.Entry(PORT_BIT_TABLE, (ir.Exact(p),), PORT_BIT_ACTION, (pipeline.delivery.bit(p),))
                           for p in ports]
 
-    key_expr = _key_expression(layout, stacked, intrinsic)
+    key_expr = _key_expression(layout, stacked, {**intrinsic, **state_keys(pipeline)})
     tables = [table_decl(t, pipeline, key_expr, size=sizes[t.name]) for t in chained_tables(pipeline)]
     tables += [table_decl(t, pipeline, lambda k: k.field, size=sizes[t.name]) for t in extra_tables
                if t.role not in EGRESS_ROLES]
@@ -365,6 +368,8 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         port_bit_table=PORT_BIT_TABLE, port_bit_field=field_expression(PORT_BIT_FIELD),
         egress_tables=egress_tables, egress_actions=egress_actions,
     )
+    context.update(state_decls=state.declarations(pipeline),
+                   state_lines=state.apply_lines(pipeline, V1MODEL.query_metadata))
     text = render_template(__file__, "program.p4.j2", **context)
     return Bmv2Program(text, mode, layout, sizes, tuple(extra_tables), tuple(extra_actions), tuple(extra_entries),
                        union)

@@ -81,12 +81,19 @@ def headers_read(pipeline: ir.Pipeline) -> dict[str, list[tuple[str, int]]]:
         out.setdefault(h, [])
     for t in pipeline.tables:
         for k in t.keys:
-            if is_meta(k.field) or is_intrinsic(spec, k.field):
+            if is_meta(k.field) or is_intrinsic(spec, k.field) or k.field in pipeline.state_reads():
                 continue
             header, fld = split_field(k.field)
             entry = out.setdefault(header, [])
             if fld != "$valid" and (fld, k.width) not in entry:
                 entry.append((fld, k.width))
+    for u in pipeline.updates:  # counters read their keys and summed fields
+        for ref in (u.index, u.value):
+            if ref and not is_intrinsic(spec, ref):
+                header, fld = split_field(ref)
+                entry = out.setdefault(header, [])
+                if (fld, spec.field_width(ref)) not in entry:
+                    entry.append((fld, spec.field_width(ref)))
     return out
 
 

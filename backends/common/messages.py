@@ -92,9 +92,11 @@ def message_layout(pipeline: ir.Pipeline, *, count_field: str | None = None,
     would not be one element of each).
     """
     spec = pipeline.spec
-    # Packet fields only: intrinsic metadata (the ingress port) belongs to no header and no message.
+    # Packet fields only: intrinsic metadata (the ingress port) belongs to no header and no message,
+    # and stateful values (compiler.stateful) are computed before the tables.
+    stateful = pipeline.state_reads()
     fields = tuple(sorted({k.field for t in pipeline.tables for k in t.keys if not is_meta(k.field)
-                           and spec.header(split_field(k.field)[0]) is not None}))
+                           and k.field not in stateful and spec.header(split_field(k.field)[0]) is not None}))
     headers = tuple(sorted({split_field(f)[0] for f in fields}))
     stacks = sorted({h for h in headers if (spec.header(h) and spec.header(h).stack_size)})
     if not stacks:

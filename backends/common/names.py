@@ -154,7 +154,7 @@ def check_key_fields(pipeline: ir.Pipeline, target) -> None:
     and the intrinsic metadata fields in the target's ``query_metadata`` are rendered. Refused: an
     intrinsic metadata field the target's ingress does not have (v1model's ``packet_length`` on
     TNA), and keys on state variables and windowed aggregates (``@query_counter`` names,
-    ``count(...)``), which need registers the IR does not describe yet.
+    ``count(...)``) that the pipeline's updates (``Pipeline.updates``) do not compute.
     """
     name = getattr(target, "name", target)
     available = getattr(target, "query_metadata", {})
@@ -166,13 +166,14 @@ def check_key_fields(pipeline: ir.Pipeline, target) -> None:
         raise TargetError(f"{name}: cannot match {', '.join(missing)}: {' and '.join(owners)} intrinsic metadata that "
                           f"the {arch} ingress does not have; queryable metadata on {name}: "
                           f"{', '.join(sorted(available)) or 'none'} (the ingress port maps across targets)")
+    stateful = pipeline.state_reads()  # computed before the tables (backends.common.state)
     bad = [f for f in fields if not is_meta(f) and not is_packet_field(pipeline.spec, f)
-           and not is_intrinsic(pipeline.spec, f)]
+           and not is_intrinsic(pipeline.spec, f) and f not in stateful]
     if bad:
         raise TargetError(f"{name}: cannot render table keys on {', '.join(bad)}: state variables and aggregates "
-                          "(@query_counter names, count(...), sum(...), avg(...)) need registers, which the P4 "
-                          "backends do not render yet; packet fields and intrinsic metadata (the ingress port) "
-                          "are supported")
+                          "(@query_counter names, count(...), sum(...), avg(...)) need the pipeline's counters "
+                          "(compile the rules with p4sub compile, which binds them: compiler.stateful); packet "
+                          "fields and intrinsic metadata (the ingress port) are matched directly")
 
 
 # -- control-plane names -----------------------------------------------------------------------

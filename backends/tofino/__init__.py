@@ -29,6 +29,7 @@ from pathlib import Path
 
 from backends.common.messages import message_layout
 from backends.common.names import check_key_fields
+from backends.common.state import check_state
 from backends.tofino import batch as _batch
 from backends.tofino.bfrt import document
 from backends.tofino.fold import fold_miss_tables
@@ -111,6 +112,7 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
     check_key_fields(pipeline, facts(options.target))
     messages = message_layout(pipeline)
     mode = _batch.choose_mode(messages, options.batch)
+    check_state(pipeline, "tofino", batched=mode != "single")
     if pipeline.delivery.is_bitmap:
         if mode == "union" or options.network_up_ports is not None:
             raise TargetError("tofino: port-bitmap delivery is rendered for one message per packet on a lone switch; "
@@ -136,6 +138,8 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
         "parser_stops_at": list(program.stopped_states),
         "recirculates": program.recirculates,
         "bridged_bits": program.bridged_bits,
+        # Counters: one Register + RegisterAction each, in one stage before the tables that match them.
+        "counter_registers": program.registers,
         "network_stage": (None if stage is None else
                           {"up_ports": list(stage.up_ports), "tables": [t.name for _, t in stage.tables(options.target)]}),
         "match_kinds": match_kind_counts(layout),

@@ -26,6 +26,8 @@ from backends.tofino.batch import EGRESS_PORT_KEY, Batched
 from backends.tofino.layout import Layout, TableLayout, entries_with_ranges
 from backends.tofino.network import (FROM_UP, FROM_UP_TABLE, IN_PORT, TO_UP_TABLE, egress_decls, ingress_decls,
                                      network_stage)
+from backends.common.state import state_keys
+from backends.tofino.state import render_state
 from backends.tofino.target import Target, facts
 from compiler import ir
 from compiler.default_path import default_of
@@ -46,6 +48,7 @@ class Program:
     stopped_states: tuple[str, ...]
     recirculates: bool
     bridged_bits: int = 0  # the bridged header's size (PHV bits in both gresses, bytes on the internal path)
+    registers: int = 0  # counters' registers (backends.tofino.state), one stateful ALU each
 
 
 def tna_spec(spec: Spec, policy: str, target: Target) -> tuple[Spec, tuple[str, ...]]:
@@ -79,9 +82,10 @@ def _header_decl(name: str, members: list[Member]) -> str:
     return "\n".join([f"header {name} {{"] + [f"    {m.render()}" for m in members] + ["}"])
 
 
-def _key_expression(table: TableLayout, batched: Batched, spec: Spec, target: Target):
+def _key_expression(table: TableLayout, batched: Batched, spec: Spec, target: Target,
+                    stateful: dict[str, str] | None = None):
     slot = batched.slot_of.get(table.name)
-    intrinsic = facts(target).query_metadata
+    intrinsic = {**facts(target).query_metadata, **(stateful or {})}
 
     def expr(key: ir.Key) -> str:
         if key.field == EGRESS_PORT_KEY:
@@ -102,7 +106,8 @@ def _key_expression(table: TableLayout, batched: Batched, spec: Spec, target: Ta
 def _table_text(t: TableLayout, layout: Layout, batched: Batched, spec: Spec) -> str:
     target = layout.target
     table = replace(t.table, keys=tuple(ir.Key(k.field, k.width, k.match_kind) for k in t.keys))
-    text = table_decl(table, layout.pipeline, _key_expression(t, batched, spec, target), size=t.size)
+    key_expr = _key_expression(t, batched, spec, target, state_keys(layout.pipeline))
+    text = table_decl(table, layout.pipeline, key_expr, size=t.size)
     n = entries_with_ranges(t, target)
     return f"@entries_with_ranges({n})\n{text}" if n is not None else text
 
@@ -128,8 +133,9 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     action_text = {a.name: d for a, d in zip([a for a in pipeline.actions if a.name != "NoAction"],
                                              action_decls(pipeline, tna))}
 
+    counters = render_state(pipeline, tna.query_metadata, target.ingress_prsr_md)
     meta_members = [Member(bits(m.width), meta_member(m.name)) for m in pipeline.metadata if m.name not in keep]
-    meta_members += user_call_members(pipeline)
+    meta_members += user_call_members(pipeline) + counters.members
     egress_meta = [Member(bits(1), meta_member(k)) for k in batched.keep_fields]
     egress_meta += [Member(bits(m.width), meta_member(m.name)) for m in batched.egress_meta]
 
@@ -138,6 +144,9 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
         # The second pass comes in on the recirculation port, with a new MAC timestamp.
         unsupported(target.name, "a pipeline that needs two passes and matches intrinsic metadata (the second pass's "
                                  "ingress port is the recirculation port); more lanes or fewer fields make it shorter")
+    if recirc and pipeline.updates:
+        unsupported(target.name, "a pipeline that needs two passes and keeps counters (the second pass would "
+                                 "count the packet again); more lanes or fewer fields make it shorter")
     if recirc and union:
         unsupported(target.name, "a pipeline that needs two passes and evaluates several messages per packet")
     if recirc and batched.bitmap is not None:
@@ -193,7 +202,8 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
         name=pipeline.name, spec_path=pipeline.spec.path, target=target, mode=batched.mode, depth=depth,
         stack=message_stack, stopped=stopped, include=target.include,
         H=HEADERS_STRUCT, M=METADATA_STRUCT, EH=EGRESS_HEADERS, EM=EGRESS_METADATA,
-        header_types=header_type_decls(spec) + extra_types,
+        header_types=header_type_decls(spec) + extra_types + counters.types,
+        state_decls=counters.declarations, state_lines=counters.lines,
         headers_struct=struct_decl(HEADERS_STRUCT, ingress_members),
         metadata_struct=struct_decl(METADATA_STRUCT, meta_members),
         egress_headers_struct=struct_decl(EGRESS_HEADERS, egress_members),
@@ -233,4 +243,4 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     )
     text = render_template(__file__, "program.p4.j2", **context)
     bridged_bits = sum(int(m.type[4:-1]) for m in _padded(bridge_fields)) if bridge_fields else 0
-    return Program(text, stopped, recirc, bridged_bits)
+    return Program(text, stopped, recirc, bridged_bits, counters.registers)

@@ -9,6 +9,7 @@ from collections import defaultdict
 from compiler.cli import add_command
 from compiler.lang import read_rules
 from compiler.rules import Call, Drop, comparisons
+from compiler.stateful import plan
 from compiler.typecheck import check_rules
 
 
@@ -26,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
 
     spec = read_spec(args.spec)
     typed = check_rules(read_rules(args.rules), spec, port_bits=args.port_bits)
+    plan(typed)  # every state variable and aggregate has a counter (compiler.stateful)
     for note in typed.spec.notes:  # what a whole program held that a spec does not need, inferred actions
         print(note, file=sys.stderr)
     constants: dict[str, set[str]] = defaultdict(set)

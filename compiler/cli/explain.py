@@ -43,6 +43,10 @@ def run(args: argparse.Namespace) -> int:
     pipeline = ir.load(args.out)
     model = Model(pipeline)
     fields = {f: (model.widths[f], pipeline.attributes.get(f, {}).get("scale", 0)) for f in model.inputs}
+    # One packet has no history: the values its counters would read are given like fields (0 when
+    # left out), e.g. {"rate": 7, "avg(add_order.shares)": 600}.
+    fields.update({attr: (read.width, pipeline.attributes.get(attr, {}).get("scale", 0))
+                   for attr, read in pipeline.state_reads().items()})
     headers = [validity.header_of_validity(f) for f in model.validity]
     # The packet is read as simulate reads a line: it carries the headers it gives fields of.
     values = next(jsonl_rows([args.packet], "--packet", fields, "which the pipeline matches on", headers), {})

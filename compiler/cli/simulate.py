@@ -12,6 +12,7 @@ from compiler import ir, validity
 from compiler.cli import add_command
 from compiler.errors import P4subError
 from runtime.model import Model
+from runtime.state import TIME_COLUMN
 from runtime.sample import jsonl_rows
 
 
@@ -28,6 +29,8 @@ def read_packets(path: str, pipeline: ir.Pipeline) -> dict[str, list[int]]:
     file:line errors (a packet carries the headers it gives fields of: :func:`runtime.sample.jsonl_rows`)."""
     model = Model(pipeline)
     fields = {f: (model.widths[f], pipeline.attributes.get(f, {}).get("scale", 0)) for f in model.inputs}
+    if pipeline.updates:  # counters: each packet's time, in ns (0 when left out)
+        fields[TIME_COLUMN] = (64, 0)
     headers = [validity.header_of_validity(f) for f in model.validity]
     stream = sys.stdin if path == "-" else _open(path)
     cols: dict[str, list[int]] = {f: [] for f in fields} | {f: [] for f in model.validity}
@@ -48,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     pipeline = ir.load(args.out)
     cols = read_packets(args.packets, pipeline)
     model = Model(pipeline)
-    arrays = {f: np.array(v, dtype=np.uint64 if model.widths[f] <= 64 else object) for f, v in cols.items()}
+    arrays = {f: np.array(v, dtype=np.uint64 if model.widths.get(f, 64) <= 64 else object) for f, v in cols.items()}
     if not arrays:
         n = sum(1 for line in _open(args.packets) if line.strip()) if args.packets != "-" else 0
         result = model.run({}, rows=n)

@@ -172,13 +172,26 @@ def test_family_methods_cover_lookup_threshold_and_residual() -> None:
     assert methods == ["lookup", "residual", "residual", "threshold"]
 
 
-def test_state_variables_are_refused_with_the_rule_location() -> None:
+def test_aggregates_no_counter_keeps_are_refused_with_the_rule_location() -> None:
+    """State variables have values now (runtime.groundtruth_state keeps the spec's counters); an
+    aggregate that no counter adds up still has none."""
     from compiler.lang import parse_rules
 
-    typed = check_rules(parse_rules('msg.stock == "A" : fwd(1);\nrate > 5 : fwd(2);', "r.sub"), SPEC)
+    typed = check_rules(parse_rules('msg.stock == "A" : fwd(1);\navg(msg.price) > 5 : fwd(2);', "r.sub"), SPEC)
     with pytest.raises(P4subError) as err:
         GroundTruth.build(typed, PortSpace.of([1, 2]))
-    assert "r.sub:2" in str(err.value) and "rate" in str(err.value)
+    assert "r.sub:2" in str(err.value) and "avg(msg.price)" in str(err.value)
+
+
+def test_state_variables_are_kept_over_the_rows() -> None:
+    from compiler.lang import parse_rules
+
+    typed = check_rules(parse_rules('rate > 2 : fwd(2);', "r.sub"), SPEC)
+    truth = GroundTruth.build(typed, PortSpace.of([2]))
+    assert truth.fields == {}  # an unkeyed counter reads no packet field, only time
+    stamps = np.array([0, 1, 2, 3, 999, 1000, 1001], dtype=np.int64) * 1000  # µs, windows of 1000 µs
+    wanted = truth.wanted({"timestamp_ns": stamps}, len(stamps))
+    assert wanted.any(axis=1).tolist() == [False, False, True, True, True, False, False]
 
 
 def test_missing_trace_column_is_a_user_error() -> None:

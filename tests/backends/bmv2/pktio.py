@@ -2,7 +2,9 @@
 
 Usage: ``python pktio.py REQUEST.json RESULT.json``. The request holds ``send`` (a list of
 ``[interface, hex]``), ``listen`` (interfaces to capture on), ``udp_ports`` (destination ports of
-the packets to keep) and ``settle`` (seconds of quiet after the last packet). The result is a list
+the packets to keep), ``settle`` (seconds of quiet after the last packet) and optionally ``at``
+(when to send each packet, in seconds from the first: the times actually reached go to
+``RESULT.json.sent``). The result is a list
 of ``[interface, hex]`` received.
 """
 
@@ -29,9 +31,18 @@ def main() -> int:
         s.start()
         sniffers.append(s)
     time.sleep(1.0)
-    for iface, data in req["send"]:
+    at = req.get("at")  # send times in seconds from the first send (timed traffic), else a fixed gap
+    start = time.monotonic()
+    sent = []
+    for i, (iface, data) in enumerate(req["send"]):
+        if at is not None:
+            time.sleep(max(0.0, start + at[i] - time.monotonic()))
+        sent.append(time.monotonic() - start)
         sendp(Ether(bytes.fromhex(data)), iface=iface, verbose=False)
-        time.sleep(req.get("gap", 0.02))
+        if at is None:
+            time.sleep(req.get("gap", 0.02))
+    if at is not None:
+        open(sys.argv[2] + ".sent", "w").write(json.dumps(sent))
     last = -1
     deadline = time.time() + req.get("timeout", 30)
     while time.time() < deadline:

@@ -109,13 +109,20 @@ class Bmv2Switch:
         return self.sh(["env", f"PATH={path}", tool("simple_switch_CLI"), "--thrift-port", str(self.thrift_port)],
                        input=commands, timeout=300).stdout
 
-    def exchange(self, send: list[tuple[int, bytes]], listen: list[int], udp_ports: list[int]) -> list[tuple[int, bytes]]:
-        """Send (port, packet) pairs into the switch; return what came out as (port, packet)."""
+    def exchange(self, send: list[tuple[int, bytes]], listen: list[int], udp_ports: list[int],
+                 at: list[float] | None = None) -> list[tuple[int, bytes]]:
+        """Send (port, packet) pairs into the switch; return what came out as (port, packet).
+        ``at``: when to send each, in seconds from the first (then :attr:`sent_at` says when they went)."""
         req = self.workdir / "pktio-req.json"
         res = self.workdir / "pktio-res.json"
-        req.write_text(json.dumps({"send": [[f"h{p}", data.hex()] for p, data in send],
-                                   "listen": [f"h{p}" for p in listen], "udp_ports": udp_ports}))
+        request = {"send": [[f"h{p}", data.hex()] for p, data in send],
+                   "listen": [f"h{p}" for p in listen], "udp_ports": udp_ports}
+        if at is not None:
+            request["at"] = at
+        req.write_text(json.dumps(request))
         self.sh([sys.executable, str(PKTIO), str(req), str(res)], timeout=300)
+        if at is not None:
+            self.sent_at = json.loads(Path(str(res) + ".sent").read_text())
         return [(int(iface[1:]), bytes.fromhex(data)) for iface, data in json.loads(res.read_text())]
 
     def close(self) -> None:
