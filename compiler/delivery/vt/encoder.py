@@ -13,6 +13,12 @@ Two loops, since the dissertation's listing and prose disagree (digest §4.5):
 * ``best`` — the prose: each round tries every VT not yet chosen and takes the one with the
   largest gain, until none lowers the cost.
 
+A speed-up the listing does not have (``prefilter``, on by default): VTs that reach hosts but none
+of the receivers and not the ingress switch are not tried. Such a VT can only be used with a stop
+on every host link it reaches, and in the fabrics evaluated here it never paid off (a path VT of a
+non-receiver replaces at most two hops by a tree label and a stop); switch-only VTs (a spine's or
+fabric switch's combinations) are always tried. ``prefilter=False`` tries every VT, as listed.
+
 Two refinements the listing leaves open, both of which only ever lower the cost:
 
 * a VT link needs no stop where it touches the tree only at a host (hosts forward nothing), nor
@@ -99,15 +105,18 @@ class _Problem:
                        and (g.ends[e][0] in on_tree or g.ends[e][1] in on_tree))
         return len(hops) + len(stops) + len(chosen), edges, hops, stops
 
-    def order(self) -> list[int]:
-        """The single pass's order: VTs reaching more terminals first, then smaller, then lower id."""
+    def order(self, prefilter: bool) -> list[int]:
+        """The VTs to try, in the single pass's order: VTs reaching more terminals first, then
+        smaller, then lower id; with ``prefilter``, without those reaching hosts but no terminal."""
         g = self.g
-
-        def key(t: int) -> tuple[int, int, int]:
-            nodes = {n for e in self.view[t] for n in g.ends[e]}
-            return (-len(nodes & self.terminals), len(self.view[t]), t)
-
-        return sorted(self.view, key=key)
+        keys = {}
+        for t, edges in self.view.items():
+            nodes = {n for e in edges for n in g.ends[e]}
+            reached = len(nodes & self.terminals)
+            if prefilter and not reached and any(not g.is_switch[n] for n in nodes):
+                continue
+            keys[t] = (-reached, len(edges), t)
+        return sorted(keys, key=keys.__getitem__)
 
 
 def encode(
@@ -118,23 +127,25 @@ def encode(
     *,
     publisher: str | None = None,
     mode: str = "single",
+    prefilter: bool = True,
 ) -> VtEncoding:
     """The labels reaching ``receivers`` from switch ``ingress`` with the VTs of ``view`` (VT id ->
     edge ids: what the publisher knows is installed). ``publisher`` is the sending host (its own
-    link then needs no stop). ``mode``: ``single`` or ``best`` (module docstring)."""
+    link then needs no stop). ``mode``: ``single`` or ``best``; ``prefilter``: skip VTs reaching
+    hosts but no terminal (module docstring)."""
     if mode not in MODES:
         raise P4subError(f"unknown encoder mode {mode!r}; use single or best")
     p = _Problem(g, view, ingress, receivers, publisher)
     chosen: list[int] = []
     best = p.evaluate(chosen)
     if mode == "single":
-        for t in p.order():
+        for t in p.order(prefilter):
             trial = p.evaluate(chosen + [t])
             if trial[0] < best[0]:
                 chosen.append(t)
                 best = trial
     else:
-        left = p.order()
+        left = p.order(prefilter)
         while left:
             scored = [(p.evaluate(chosen + [t]), t) for t in left]
             (trial, t) = min(scored, key=lambda x: (x[0][0], left.index(x[1])))

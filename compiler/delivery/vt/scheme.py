@@ -40,10 +40,11 @@ class VirtualTrees(Scheme):
     name = "vt"
 
     def __init__(self, table: VtTable, *, mode: str = "single", name: str | None = None,
-                 view: Callable[[str], View] | None = None) -> None:
+                 view: Callable[[str], View] | None = None, prefilter: bool = True) -> None:
         super().__init__(table.topology)
         self.table = table
         self.mode = mode
+        self.prefilter = prefilter
         self.graph = VtGraph.of(table.topology)
         self._view = view
         self._tables: dict[str, SwitchTables] = {}
@@ -57,7 +58,8 @@ class VirtualTrees(Scheme):
 
     def encoding(self, publisher: str, receivers: Collection[str]) -> VtEncoding:
         ingress = self.topology.host_attachment(publisher)[0]
-        return encode(self.graph, self.view(publisher), ingress, receivers, publisher=publisher, mode=self.mode)
+        return encode(self.graph, self.view(publisher), ingress, receivers, publisher=publisher, mode=self.mode,
+                      prefilter=self.prefilter)
 
     def publish(self, publisher: str, receivers: Collection[str], frame: bytes,
                 tree: DeliveryTree | None = None) -> Publication:

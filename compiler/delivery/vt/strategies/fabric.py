@@ -15,7 +15,7 @@
   for all of its publishers). ε, the smallest tree kept, is 2 links.
 * ``threshold:T`` — per publisher, the tree pruned to the subscribers receiving at least T of its
   messages; then publisher-independent *virtual paths* (a machine up to a spine) while memory
-  remains (``addBaseTrees`` + ``addPaths``, Fig. 5.10). T = 0 is the tree strategy plus paths,
+  remains (``addBaseTrees`` + ``addPaths``, Fig. 5.10; :func:`virtual_paths`). T = 0 is the tree strategy plus paths,
   T = 100 % the ``path`` strategy (only subscribers that get every message are in trees).
   ``threshold:T:hops`` leaves the paths out (the "Hops/tree" variant of Fig. 5.13).
 
@@ -25,7 +25,7 @@ publishers' trees), as the dissertation's ``ThresholdTreeStrategy`` does.
 
 from __future__ import annotations
 
-from itertools import combinations
+from itertools import combinations, zip_longest
 from typing import Iterator
 
 from compiler.delivery.vt.strategies.base import (
@@ -158,11 +158,19 @@ class PublisherTrees(Strategy):
 
 def virtual_paths(ctx: Context) -> Iterator[Proposal]:
     """Bidirectional paths from a machine up to a top-layer switch (Fig. 5.8b), spread evenly:
-    round k gives host i a path to top switch (i + k) mod #tops."""
+    round k gives machine i a path to top switch (i + k) mod #tops. A spine holds one entry per path
+    through it, so it can serve at most ``max_rules`` machines: the rotation shares the spines out
+    instead of filling the first ones with the first machines. Consecutive top switches come from
+    different planes (groups of tops with the same neighbours), which spreads the paths over the
+    fabric switches too. Which spines the dissertation's paths lead to is not given."""
     topo, g = ctx.topology, ctx.graph
     tops = top_switches(topo) if topo.is_hierarchical() else [topo.root or topo.switches()[0]]
+    planes: dict[frozenset[str], list[str]] = {}
+    for s in tops:
+        planes.setdefault(frozenset(v for _, v in topo.neighbours(s)), []).append(s)
+    ordered = [s for group in zip_longest(*planes.values()) for s in group if s is not None]
     hosts = topo.hosts()
-    for k in range(len(tops)):
+    for k in range(len(ordered)):
         for i, h in enumerate(hosts):
-            s = tops[(i + k) % len(tops)]
+            s = ordered[(i + k) % len(ordered)]
             yield path_edges(g, s, h), f"path {h} {s}"
