@@ -25,6 +25,8 @@ from compiler.errors import P4subError
 from compiler.topology import Topology
 
 Proposal = tuple[frozenset[int], str]
+#: VTs an endless strategy installs when no budget stops it.
+ENDLESS_LIMIT = 64
 View = Mapping[int, Collection[int]]
 
 
@@ -76,6 +78,8 @@ def install_strategy(strategy: Strategy, table: VtTable, workload: Workload | No
                      patience: int = 200, limit: int | None = None) -> Context:
     """Install ``strategy``'s proposals into ``table``; returns the context (installed VTs, rng)."""
     ctx = Context(table, workload, random.Random(f"vt-install:{strategy.label()}:{seed}"))
+    if limit is None and strategy.endless and table.max_rules is None:
+        limit = ENDLESS_LIMIT
     seen: set[frozenset[int]] = {vt.edges for vt in table.trees.values()}
     refused = 0
     for edges, origin in strategy.proposals(ctx):
