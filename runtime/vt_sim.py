@@ -6,8 +6,9 @@ installed state, pass by pass, and nothing else: the ingress switch runs the sub
 the frame; then every switch reads one label per pass (``stack_index``), looks it up in
 ``check_hop`` (hit: the link's port joins ``remaining_ports``, the label is popped), ``check_tree``
 (the VT's ports join) and ``check_stop`` (the link's port is stopped), and recirculates until the
-last label; in that pass it replicates to the multicast group whose id is ``remaining_ports``
-minus the stopped ports and the ingress port, stripping the stack on host ports. The encoder and
+last label; then one more pass per copy: ``extract_port`` takes the lowest port of
+``remaining_ports`` minus the stopped ports and the ingress port, the packet (the stack as the
+scan left it) is cloned to it, stripped on host ports. The encoder and
 the VT table are not consulted: only the plan's entries (keys are the 16-bit labels the program
 matches: type 1 tree, 2 hop, 3 stop in the top two bits).
 
@@ -53,7 +54,7 @@ class VtNetwork:
         self.check_tree = {s.name: {0x4000 | t: m for t, m in s.trees} for s in plan.switches.values()}
         self.check_hop = {s.name: {0x8000 | e: p for e, p in s.links} for s in plan.switches.values()}
         self.check_stop = {s.name: {0xC000 | e: p for e, p in s.links} for s in plan.switches.values()}
-        self.groups = {s.name: dict(s.groups) for s in plan.switches.values()}
+        self.ports = {s.name: frozenset(s.ports) for s in plan.switches.values()}
 
     def rset_of(self, values: Mapping[str, int]) -> int:
         cols = {f: np.array([v], dtype=np.uint64) for f, v in values.items()}
@@ -113,21 +114,26 @@ class VtNetwork:
                 index += 1
             if final:
                 break
-        if passes is not None:
-            passes.append(n_passes)
-        send = remaining & ~stopped & 0xFFFF
+        send = remaining & ~stopped & ((1 << 64) - 1)
         if in_port >= 1:
             send &= ~(1 << (in_port - 1))
         if send == 0:
             drops["no-port"] += 1
-            return []
-        ports = self.groups[switch].get(send)
-        if ports is None:
-            drops["no-port"] += 1
+            if passes is not None:
+                passes.append(n_passes)
             return []
         kept = frame[:16] + len(labels).to_bytes(2, "big") + b"".join(w.to_bytes(2, "big") for w in labels) + body
         stripped = frame[:12] + frame[14:16] + body
-        return [(p, stripped if p in sp.host_ports else kept) for p in ports]
+        out = []
+        while send:  # one clone per pass, lowest port first
+            n_passes += 1
+            port = (send & -send).bit_length()
+            send &= send - 1
+            if port in self.ports[switch]:  # a session for a port the switch lacks clones nowhere
+                out.append((port, stripped if port in sp.host_ports else kept))
+        if passes is not None:
+            passes.append(n_passes)
+        return out
 
     def publish(self, publisher: str, frame: bytes, values: Mapping[str, int], *, max_hops: int = 64) -> VtDelivery:
         switch, port = self.topology.host_attachment(publisher)

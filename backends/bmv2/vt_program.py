@@ -15,7 +15,8 @@ Control-plane objects (names as in P4Info):
 * ``MyIngress.vt_push``: ``meta.p4sub_rset`` -> ``vt_push_stack(count, l0 .. l{N-1})`` (edges);
 * ``MyEgress.vt_host_port``: ``standard_metadata.egress_port`` -> ``vt_strip``;
 * ``MyEgress.remove_entry``: const entries, index -> pop that label;
-* multicast group ``m`` for every port bitmap ``m`` (replicas: its ports);
+* ``MyIngress.extract_port``: const entries, lowest set bit of the ports to serve -> that port;
+* clone session ``p`` for every port ``p`` (one replica: port ``p``): the copy to port ``p``;
 * counter ``MyIngress.vt_drops`` (index = position in ``VT_DROP_REASONS``).
 """
 
@@ -30,10 +31,10 @@ from compiler.delivery.combined import RSET_META
 from compiler.delivery.vt.combined import VT_DROP_REASONS, VtPlan, VtSwitchPlan, push_words
 from compiler.errors import TargetError
 
-from backends.bmv2.cli_commands import multicast_commands, number, table_add
-from backends.bmv2.p4runtime import FORMAT, multicast_group_entry, table_entry
+from backends.bmv2.cli_commands import number, table_add
+from backends.bmv2.p4runtime import FORMAT, table_entry
 from backends.bmv2.stack_program import edge_context
-from backends.bmv2.target import MAX_GROUP_ID, V1MODEL
+from backends.bmv2.target import V1MODEL
 from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, struct_decl
 from backends.common.templates import render_template
 
@@ -44,7 +45,9 @@ INFO = "bmv2.json"
 INGRESS, EGRESS = V1MODEL.ingress_control, V1MODEL.egress_control
 TREE, HOP, STOP = 0x4000, 0x8000, 0xC000
 #: Metadata that must survive recirculation (Listing 5.2; the dissertation leaves the list open).
-PRESERVED = ("vt_index", "vt_remaining", "vt_stopped", "vt_in_port")
+PRESERVED = ("vt_index", "vt_remaining", "vt_stopped", "vt_in_port", "vt_send", "vt_phase")
+#: P4Runtime replica instance of a clone session's copy.
+CLONE_INSTANCE = 1
 
 
 def tree_size(plan: VtPlan) -> int:
@@ -65,7 +68,7 @@ def vt_tables(plan: VtPlan, sp: VtSwitchPlan) -> tuple[list[tuple[ir.Table, ir.A
     port = ir.Param("port", V1MODEL.port_width)
     tables = [
         (ir.Table("check_tree", cur, ("vt_tree", "NoAction"), "NoAction", size=tree_size(plan)),
-         ir.Action("vt_tree", (ir.Param("mask", 16),)), INGRESS),
+         ir.Action("vt_tree", (ir.Param("mask", 64),)), INGRESS),
         (ir.Table("check_hop", cur, ("vt_hop", "NoAction"), "NoAction", size=link_size(sp)),
          ir.Action("vt_hop", (port,)), INGRESS),
         (ir.Table("check_stop", cur, ("vt_stop", "NoAction"), "NoAction", size=link_size(sp)),
@@ -89,16 +92,16 @@ def vt_tables(plan: VtPlan, sp: VtSwitchPlan) -> tuple[list[tuple[ir.Table, ir.A
 
 def program_text(plan: VtPlan, sp: VtSwitchPlan) -> str:
     """``program.p4`` for switch ``sp``."""
-    bad = [g for g, _ in sp.groups if not 1 <= g < MAX_GROUP_ID + 1]
-    if bad:
-        raise TargetError(f"bmv2: switch {sp.name}: port bitmap {bad[0]} is not a multicast group id P4Runtime accepts")
+    if max(sp.ports, default=0) > 64:
+        raise TargetError(f"bmv2: switch {sp.name}: ports above 64 do not fit the 64-bit port masks")
     unused = {"no-subscriber" if not sp.ingress else "not-a-stack"}
     reasons = [{"name": r, "const": r.upper().replace("-", "_"), "index": i} for i, r in enumerate(VT_DROP_REASONS)
                if r not in unused]
-    members = [Member(bits(16), "vt_index", "@field_list(1)"), Member(bits(16), "vt_remaining", "@field_list(1)"),
-               Member(bits(16), "vt_stopped", "@field_list(1)"),
-               Member(bits(V1MODEL.port_width), "vt_in_port", "@field_list(1)"),
-               Member(bits(16), "vt_cur"), Member(bits(1), "vt_remove"), Member(bits(1), "vt_final"),
+    keep = "@field_list(1)"
+    members = [Member(bits(16), "vt_index", keep), Member(bits(64), "vt_remaining", keep),
+               Member(bits(64), "vt_stopped", keep), Member(bits(V1MODEL.port_width), "vt_in_port", keep),
+               Member(bits(64), "vt_send", keep), Member(bits(1), "vt_phase", keep),
+               Member(bits(16), "vt_cur"), Member(bits(1), "vt_remove"), Member(bits(V1MODEL.port_width), "vt_port"),
                Member(bits(16), "vt_parse_left")]
     context: dict[str, Any] = dict(
         switch=sp.name, switch_id=sp.switch_id, n=plan.max_labels, reasons=reasons, n_reasons=len(VT_DROP_REASONS),
@@ -114,12 +117,13 @@ def program_text(plan: VtPlan, sp: VtSwitchPlan) -> str:
 
 
 def write_request(plan: VtPlan, sp: VtSwitchPlan) -> dict[str, Any]:
-    """``entries.p4rt.json``: groups, the VT entries, and on an ingress switch the subscription entries."""
+    """``entries.p4rt.json``: clone sessions, the VT entries, and on an ingress switch the subscription entries."""
     tables, entries = vt_tables(plan, sp)
     by_name = {t.name: (t, a, c) for t, a, c in tables}
     updates: list[dict[str, Any]] = [
-        {"type": "INSERT", "entity": {"packet_replication_engine_entry": multicast_group_entry(ir.MulticastGroup(g, ports))}}
-        for g, ports in sp.groups
+        {"type": "INSERT", "entity": {"packet_replication_engine_entry": {"clone_session_entry": {
+            "session_id": p, "replicas": [{"egress_port": p, "instance": CLONE_INSTANCE}]}}}}
+        for p in sp.ports
     ]
     for e in entries:
         t, a, control = by_name[e.table]
@@ -140,7 +144,7 @@ def cli_commands(plan: VtPlan, sp: VtSwitchPlan) -> list[str]:
 
     tables, entries = vt_tables(plan, sp)
     by_name = {t.name: (t, c) for t, _, c in tables}
-    out = multicast_commands(tuple(ir.MulticastGroup(g, ports) for g, ports in sp.groups))
+    out = [f"mirroring_add {p} {p}" for p in sp.ports]
     for e in entries:
         t, control = by_name[e.table]
         out.append(table_add(e, t, control, None))
@@ -170,8 +174,8 @@ def render_vt(plan: VtPlan, switch: str) -> dict[str, str]:
         "strategy": plan.strategy, "max_rules": plan.max_rules, "switch": sp.name, "switch_id": sp.switch_id,
         "edge": sp.ingress, "controls": {"ingress": INGRESS, "egress": EGRESS}, "max_labels": plan.max_labels,
         "label_bytes": 2, "drop_reasons": list(VT_DROP_REASONS), "preserved_metadata": list(PRESERVED),
-        "check_tree_entries": len(sp.trees), "links": len(sp.links), "multicast_groups": len(sp.groups),
-        "recirculations_per_packet": "labels - 1",
+        "check_tree_entries": len(sp.trees), "links": len(sp.links), "clone_sessions": len(sp.ports),
+        "recirculations_per_packet": "labels + copies - 1",
     }
     return {PROGRAM: text, ENTRIES: entries_text, COMMANDS: "\n".join(cli_commands(plan, sp)) + "\n",
             INFO: json.dumps(info, indent=2) + "\n"}

@@ -9,9 +9,9 @@ the VTs the strategy installed, and the transit program: the VT-aware pipeline
 
 Installed state per switch (:class:`VtSwitchPlan`): ``check_tree`` entries (VT id -> port bitmap,
 at most ``max_rules``), ``check_hop`` / ``check_stop`` entries (one each per link of the switch),
-host ports (stack stripped there), multicast groups whose id is the port bitmap (every subset on
-switches of up to 8 ports, else the bitmaps the encodings can produce), and on ingress switches
-the pushes.
+host ports (stack stripped there), one clone session per port (the program clones each copy,
+Listing 5.4), and on ingress switches the pushes. Port bitmaps are 64 bits, as the dissertation's
+``remaining_ports``: ports 1 to 64.
 
 Strategies that need statistics get them from the rules: every host may publish, a host
 subscribes to a publisher when it is in some receiver set other than for its own messages, and its
@@ -31,9 +31,9 @@ from typing import Any
 from compiler import ir
 from compiler import rules as ast
 from compiler.compile import CompileOptions, compile_rules
-from compiler.delivery.combined import ALL_SUBSETS_PORTS, MAX_PORT, ReceiverSet, receiver_pipeline
+from compiler.delivery.combined import ReceiverSet, receiver_pipeline
 from compiler.delivery.vt.encoder import encode
-from compiler.delivery.vt.installed import VtTable, port_mask
+from compiler.delivery.vt.installed import VtTable
 from compiler.delivery.vt.labels import LABEL_BYTES, SHIM
 from compiler.delivery.vt.steiner import VtGraph, steiner
 from compiler.delivery.vt.strategies import install_strategy, make_strategy
@@ -48,6 +48,8 @@ VT_DROP_REASONS = ("parser-error", "not-a-stack", "no-subscriber", "empty-stack"
 #: per-position reads and pops grow with it).
 VT_MAX_LABELS = {"bmv2": 32, "tofino": 16}
 DEFAULT_STRATEGY = "broadcast"
+#: Width of the port bitmaps (``remaining_ports``, ``served`` in Listing 5.2): ports 1 to 64.
+MASK_BITS = 64
 DEFAULT_MAX_RULES = 16
 
 
@@ -73,7 +75,6 @@ class VtSwitchPlan:
     host_ports: tuple[int, ...]
     trees: tuple[tuple[int, int], ...]  # (VT id, port bitmap): check_tree
     links: tuple[tuple[int, int], ...]  # (edge id, port): check_hop and check_stop
-    groups: tuple[tuple[int, tuple[int, ...]], ...]  # (group id = port bitmap, ports)
     pushes: tuple[VtPush, ...] = ()
 
     @property
@@ -98,7 +99,7 @@ class VtPlan:
 
     @property
     def mask_width(self) -> int:
-        return 16
+        return MASK_BITS
 
     def stats(self) -> dict[str, Any]:
         pushes = [p for s in self.switches.values() for p in s.pushes]
@@ -113,7 +114,7 @@ class VtPlan:
                             "mean": round(sum(sizes) / len(sizes), 2) if sizes else 0.0},
             "labels": {"trees": sum(p.trees for p in pushes), "hops": sum(p.hops for p in pushes),
                        "stops": sum(p.stops for p in pushes)},
-            "recirculations_per_switch": "labels - 1",
+            "recirculations_per_switch": "labels + copies - 1",
             "ingress_pipeline_entries": len(self.pipeline.entries),
         }
 
@@ -146,10 +147,10 @@ def plan_vt(
     n_max = limit if max_labels is None else min(max_labels, limit)
     if n_max < 1:
         raise P4subError("--max-labels must be at least 1 (a fallback VT needs one label)")
-    too_big = [s for s in topology.switches() if max(topology.ports(s), default=0) > MAX_PORT]
+    too_big = [s for s in topology.switches() if max(topology.ports(s), default=0) > MASK_BITS]
     if too_big:
-        raise P4subError(f"--delivery vt: switch {too_big[0]} has ports above {MAX_PORT}; the VT program uses "
-                         "port bitmaps as 16-bit multicast group ids")
+        raise P4subError(f"--delivery vt: switch {too_big[0]} has ports above {MASK_BITS}; the VT program's port "
+                         f"bitmaps have {MASK_BITS} bits")
     compiled = compile_rules(spec, rules, dataclasses.replace(options, port_bits=32, delivery="groups", lanes=None))
     pipeline, rsets = receiver_pipeline(compiled.pipeline)
     by_id = {topology.node_id(h): h for h in topology.hosts()}
@@ -189,21 +190,9 @@ def plan_vt(
         trees = tuple(sorted(table.masks(s).items()))
         links = tuple(table.edge_ids.incident(s))
         switches[s] = VtSwitchPlan(s, topology.node_id(s), ports, tuple(topology.host_ports(s)), trees, links,
-                                   _groups(ports, trees), tuple(pushes.get(s, ())))
+                                   tuple(pushes.get(s, ())))
     vts = {t: tuple(table.edge_ids.edge(e) for e in sorted(vt.edges)) for t, vt in table.trees.items()}
     return VtPlan(strategy, max_rules, target, n_max, pipeline, rsets, switches, vts, fallbacks, dict(compiled.stats))
-
-
-def _groups(ports: tuple[int, ...], trees: tuple[tuple[int, int], ...]) -> tuple[tuple[int, tuple[int, ...]], ...]:
-    """Every non-empty port subset as a group (id = bitmap): a VT switch sends to any union of VT
-    ports and hop ports minus stops and the ingress port, which is every subset in general. Bigger
-    switches are refused for now."""
-    if len(ports) <= ALL_SUBSETS_PORTS:
-        subsets = range(1, 1 << len(ports))
-        return tuple(sorted((port_mask(sub), sub) for sub in (tuple(p for i, p in enumerate(ports) if m >> i & 1)
-                                                              for m in subsets)))
-    raise P4subError(f"--delivery vt: switches with more than {ALL_SUBSETS_PORTS} ports need a group per port "
-                     "subset a packet may leave by, which is not enumerated yet")
 
 
 def vt_plan_json(plan: VtPlan) -> dict[str, Any]:
@@ -218,7 +207,6 @@ def vt_plan_json(plan: VtPlan) -> dict[str, Any]:
         "switches": {
             s.name: {"id": s.switch_id, "ports": list(s.ports), "host_ports": list(s.host_ports),
                      "check_tree": [list(x) for x in s.trees], "links": [list(x) for x in s.links],
-                     "groups": len(s.groups),
                      "pushes": [{"rsid": p.rsid, "labels": [f"0x{w:04x}" for w in p.labels],
                                  "trees": p.trees, "hops": p.hops, "stops": p.stops, "fallback": p.fallback}
                                 for p in s.pushes]}

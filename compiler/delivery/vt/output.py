@@ -47,7 +47,7 @@ def compile_vt(topology: Topology, rules: ast.RuleSet, spec: Spec, strategy: str
     files = render_vt_target(plan, target) if target else {}
     stats = plan.stats()
     stats["switches"] = {s.name: {"id": s.switch_id, "ingress": s.ingress, "pushes": len(s.pushes),
-                                  "check_tree": len(s.trees), "links": len(s.links), "multicast_groups": len(s.groups)}
+                                  "check_tree": len(s.trees), "links": len(s.links), "clone_sessions": len(s.ports)}
                          for s in plan.switches.values()}
     stats["target"] = target
     stats["compile"] = {k: v for k, v in plan.compile_stats.items() if isinstance(v, (int, float, str))}

@@ -19,9 +19,10 @@ ports get the publisher's frame (stack stripped), the others the stack without t
 Tree and stop labels stay: a tree is needed downstream, and a stop on a link may be needed at its
 other end too (a cycle of two overlapping VTs is cut by one stop that both ends must obey).
 
-Costs (for the evaluation): one pass per label (``count - 1`` recirculations), in each pass
+Costs (for the evaluation), as the v1model program runs: one pass per label, in each pass
 ``check_hop``, then on a miss ``check_tree``, then on a miss ``check_stop`` (1 to 3 lookups),
-plus ``remove_entry`` per removed hop; then one replication.
+plus ``remove_entry`` per removed hop; then one pass per copy (``extract_port``, clone); so
+``labels + copies - 1`` recirculations.
 """
 
 from __future__ import annotations
@@ -81,7 +82,6 @@ def forward(tables: SwitchTables, in_port: int, frame: bytes, cost: SwitchCost |
             cost.lookups += 3
         else:
             cost.lookups += 3
-    cost.recirculations += count - 1
     send = remaining & ~stopped
     if in_port >= 1:
         send &= ~(1 << (in_port - 1))  # VTs are bidirectional: never back where it came from
@@ -90,14 +90,17 @@ def forward(tables: SwitchTables, in_port: int, frame: bytes, cost: SwitchCost |
     kept = frame[:16] + len(keep).to_bytes(2, "big") + b"".join(w.to_bytes(LABEL_BYTES, "big") for w in keep) + body
     out = []
     port = 1
+    passes = count
     while send:
         if send & 1:
+            passes += 1
+            cost.lookups += 2  # extract_port; egress: host port or not
             if port not in tables.ports:
                 cost.drop("bad-port")
             else:
                 out.append((port, stripped if port in tables.host_ports else kept))
-                cost.lookups += 1  # egress: host port or not
-                cost.circulations.append(count - 1)
+                cost.circulations.append(passes - 1)
         send >>= 1
         port += 1
+    cost.recirculations += passes - 1
     return out

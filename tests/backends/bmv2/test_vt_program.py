@@ -34,13 +34,19 @@ def test_entries_are_the_plans_state(strategy):
         assert sum(c.startswith("table_add MyIngress.check_hop ") for c in cmds) == len(sp.links)
         assert sum(c.startswith("table_add MyIngress.check_stop ") for c in cmds) == len(sp.links)
         assert sum(c.startswith("table_add MyIngress.vt_push ") for c in cmds) == len(sp.pushes)
-        assert sum(c.startswith("mc_mgrp_create ") for c in cmds) == len(sp.groups) == 2 ** len(sp.ports) - 1
+        assert [c for c in cmds if c.startswith("mirroring_add ")] == [f"mirroring_add {p} {p}" for p in sp.ports]
+        assert not any(c.startswith("mc_") for c in cmds), "copies are clones, not multicast replicas"
         for vt_id, mask in sp.trees:
             assert f"table_add MyIngress.check_tree MyIngress.vt_tree {0x4000 | vt_id} => {mask}" in cmds
         request = json.loads(files["entries.p4rt.json"])
         tables = [u["entity"]["table_entry"]["table_name"] for u in request["updates"] if "table_entry" in u["entity"]]
         assert tables.count("MyIngress.check_tree") == len(sp.trees)
+        sessions = [u["entity"]["packet_replication_engine_entry"]["clone_session_entry"] for u in request["updates"]
+                    if "packet_replication_engine_entry" in u["entity"]]
+        assert [(c["session_id"], [r["egress_port"] for r in c["replicas"]]) for c in sessions] == \
+            [(p, [p]) for p in sp.ports]
         text = files["program.p4"]
+        assert text.count(": vt_set_port(") == 64, "extract_port: one const entry per bit of the 64-bit port mask"
         for field in PRESERVED:
             assert f"@field_list(1) bit<" in text and f" {field};" in text
         assert ("table vt_push" in text) == sp.ingress

@@ -113,3 +113,21 @@ def test_route_delivery_vt_writes_the_plan_and_refuses_what_it_cannot(tmp_path, 
                 ["--delivery", "header-stack", "--max-rules", "3"], ["--delivery", "vt", "--max-rules", "-1"]):
         assert main(args + bad) == 2
         assert "Traceback" not in capsys.readouterr().err
+
+
+def test_switches_with_many_ports_are_served_by_clones():
+    """Copies are clones (one per pass), not multicast groups of port subsets: a 14-port leaf works."""
+    from compiler.topology import leaf_spine
+    from tests.compiler.delivery.test_combined import host_rules
+
+    topo = leaf_spine(2, 2, 12)
+    hosts = topo.hosts()
+    rules = host_rules([(1, hosts[1:20]), (2, hosts[::3])], topo)
+    plan = plan_vt(topo, rules, SPEC, "broadcast")
+    assert max(len(s.ports) for s in plan.switches.values()) == 14
+    sim = VtNetwork(topo, plan)
+    for values, wanted in (({"m.a": 1, "m.b": 0}, set(hosts[1:20])), ({"m.a": 0, "m.b": 2}, set(hosts[::3]))):
+        got = sim.publish(hosts[0], frame_for(values), values)
+        assert set(got.frames) == wanted - {hosts[0]}
+        assert all(len(f) == 1 for f in got.frames.values())
+        assert got.recirculations > 0

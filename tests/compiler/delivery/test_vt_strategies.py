@@ -136,3 +136,31 @@ def test_a_stale_header_after_migration_reaches_no_wrong_host():
     from compiler.delivery.simulator import run_publication
     m = run_publication(scheme, "h1", pub)
     assert m.served < len(receivers) and not m.false_positive_deliveries and not m.loops and not m.duplicates
+
+
+def test_installs_do_not_depend_on_string_hashing():
+    """Set iteration follows string hashes, which change between interpreter runs; CNM communities
+    come as sets: the partitions / clusters / hybrid installs must not change with PYTHONHASHSEED."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import random\n"
+        "from compiler.topology import jellyfish\n"
+        "from compiler.delivery.vt import VtTable\n"
+        "from compiler.delivery.vt.strategies import make_strategy, install_strategy\n"
+        "from compiler.delivery.vt.workload import table_5_1\n"
+        "topo = jellyfish(40, 3, 1, seed=1)\n"
+        "w = table_5_1(topo, 0.3, random.Random(1))\n"
+        "for name in ('partitions', 'clusters', 'hybrid', 'cycles'):\n"
+        "    t = VtTable(topo, max_rules=10)\n"
+        "    install_strategy(make_strategy(name), t, w)\n"
+        "    print(name, sorted((v.vt_id, sorted(v.edges), v.origin) for v in t.trees.values()))\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}).stdout
+            for seed in ("1", "2", "3")}
+    assert len(outs) == 1

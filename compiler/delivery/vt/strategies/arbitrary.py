@@ -104,6 +104,14 @@ def _chunks(nodes: list[str]) -> Iterator[tuple[int, list[str]]]:
         parts *= 2
 
 
+def _ordered(ctx: Context, groups) -> list[list[str]]:
+    """Switch sets as id-sorted lists, largest first, then by lowest id: independent of set
+    iteration order (which follows string hashes and so changes between interpreter runs)."""
+    node_id = ctx.topology.node_id
+    lists = [sorted(g, key=node_id) for g in groups if g]
+    return sorted(lists, key=lambda g: (-len(g), node_id(g[0])))
+
+
 class Partitions(Strategy):
     name = "partitions"
 
@@ -113,7 +121,7 @@ class Partitions(Strategy):
         if sg.number_of_edges() == 0:
             return [list(sg.nodes)]
         comms = nx.community.greedy_modularity_communities(sg)
-        return [sorted(c, key=ctx.topology.node_id) for c in comms]
+        return _ordered(ctx, comms)
 
     def proposals(self, ctx: Context) -> Iterator[Proposal]:
         topo = ctx.topology
@@ -163,7 +171,7 @@ class Clusters(Partitions):
         for region in super().regions(ctx):
             part = [s for s in region if s in dense]
             sub = topo.switch_graph().subgraph(part)
-            out += [sorted(c, key=topo.node_id) for c in nx.connected_components(sub)]
+            out += _ordered(ctx, nx.connected_components(sub))
         return out
 
 
