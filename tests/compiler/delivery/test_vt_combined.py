@@ -8,7 +8,6 @@ arguments, check_tree / check_hop / check_stop, groups); the oracle is the subsc
 from __future__ import annotations
 
 import json
-from collections import Counter
 
 import pytest
 from hypothesis import event, given, settings
