@@ -132,6 +132,44 @@ def push_size(plan: CombinedPlan) -> int:
 
 
 
+def edge_context(pipeline: ir.Pipeline, push_table_size: int) -> tuple[dict[str, Any], list[Member]]:
+    """What an ingress edge's template needs to evaluate the subscriptions before pushing a stack
+    (shared by the header-stack and VT programs): the spec's headers and parser (its start state
+    renamed ``p4sub_spec_start``), the pipeline's actions, tables and apply statements, and the
+    metadata members they use (queried stack fields are copied from element 0)."""
+    spec = pipeline.spec
+    eth = spec_ethernet(spec)
+    layout = message_layout(pipeline)
+    stacked = {h for h in layout.query_headers if spec.header(h).stack_size}
+    copies = [Copy(copy_member(f), *split_field(f), spec.field_width(f)) for f in layout.query_fields
+              if split_field(f)[0] in stacked]
+
+    check_key_fields(pipeline, V1MODEL)
+
+    def key_expr(key: ir.Key) -> str:
+        if not is_meta(key.field) and split_field(key.field)[0] in stacked:
+            return f"meta.{copy_member(key.field)}"
+        return field_expression(key.field, intrinsic=V1MODEL.query_metadata)
+
+    members = pipeline_metadata_members(pipeline) + user_call_members(pipeline)
+    members += [Member(bits(c.width), c.member) for c in copies]
+    states = parser_states(spec)
+    states[0] = states[0].replace("state start {", "state p4sub_spec_start {", 1)
+    rset_width = next(m.width for m in pipeline.metadata if m.name == RSET_META)
+    context = dict(
+        name=pipeline.name, spec_path=spec.path, eth=eth, copies=copies,
+        header_types=header_type_decls(spec),
+        spec_members=[header_member(h).render() for h in spec.headers],
+        parser_states=states, emits=emit_statements(spec),
+        actions=action_decls(pipeline, V1MODEL),
+        tables=[table_decl(t, pipeline, key_expr) for t in chained_tables(pipeline)],
+        apply_lines=apply_statements(pipeline), valid_condition=guard_condition(pipeline),
+        rset_meta=field_expression(RSET_META), rset_ref=RSET_META, rset_literal_zero=f"{rset_width}w0",
+        push_size=push_table_size,
+    )
+    return context, members
+
+
 def program_text(plan: CombinedPlan, sp: SwitchPlan) -> str:
     """``program.p4`` for switch ``sp``; raises a P4subError if it cannot be rendered."""
     if plan.encoding not in RENDERED_ENCODINGS:
@@ -140,7 +178,6 @@ def program_text(plan: CombinedPlan, sp: SwitchPlan) -> str:
     if bad:
         raise TargetError(f"bmv2: switch {sp.name}: port bitmap {bad[0]} is not a multicast group id P4Runtime accepts")
     pipeline = plan.pipeline
-    spec = pipeline.spec
     unused = {"ingress-port", "no-subscriber" if not sp.ingress else "not-a-stack"}  # egress / the other role
     reasons = [{"name": r, "const": r.upper().replace("-", "_"), "index": i} for i, r in enumerate(DROP_REASONS)
                if r not in unused]
@@ -154,35 +191,9 @@ def program_text(plan: CombinedPlan, sp: SwitchPlan) -> str:
         header_types=[], spec_members=[], parser_states=[], emits=[], copies=[],
     )
     if sp.ingress:
-        eth = spec_ethernet(spec)
-        layout = message_layout(pipeline)
-        stacked = {h for h in layout.query_headers if spec.header(h).stack_size}
-        copies = [Copy(copy_member(f), *split_field(f), spec.field_width(f)) for f in layout.query_fields
-                  if split_field(f)[0] in stacked]
-
-        check_key_fields(pipeline, V1MODEL)
-
-        def key_expr(key: ir.Key) -> str:
-            if not is_meta(key.field) and split_field(key.field)[0] in stacked:
-                return f"meta.{copy_member(key.field)}"
-            return field_expression(key.field, intrinsic=V1MODEL.query_metadata)
-
-        members += pipeline_metadata_members(pipeline) + user_call_members(pipeline)
-        members += [Member(bits(c.width), c.member) for c in copies]
-        states = parser_states(spec)
-        states[0] = states[0].replace("state start {", "state p4sub_spec_start {", 1)
-        rset_width = next(m.width for m in pipeline.metadata if m.name == RSET_META)
-        context.update(
-            name=pipeline.name, spec_path=spec.path, eth=eth, copies=copies,
-            header_types=header_type_decls(spec),
-            spec_members=[header_member(h).render() for h in spec.headers],
-            parser_states=states, emits=emit_statements(spec),
-            actions=action_decls(pipeline, V1MODEL),
-            tables=[table_decl(t, pipeline, key_expr) for t in chained_tables(pipeline)],
-            apply_lines=apply_statements(pipeline), valid_condition=guard_condition(pipeline),
-            rset_meta=field_expression(RSET_META), rset_ref=RSET_META, rset_literal_zero=f"{rset_width}w0",
-            push_size=push_size(plan),
-        )
+        edge, edge_members = edge_context(pipeline, push_size(plan))
+        members += edge_members
+        context.update(edge)
     context["metadata_struct"] = struct_decl(METADATA_STRUCT, members)
     return render_template(__file__, "stack.p4.j2", **context)
 

@@ -17,7 +17,8 @@ EXAMPLE = "p4sub eval delivery --topology jellyfish:255 --subscribers 10-90 --ru
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "eval", "run an evaluation (delivery: header-stack encodings vs. baselines)", EXAMPLE)
+    p = add_command(sub, "eval", "run an evaluation (delivery: header-stack encodings vs. baselines; vt: virtual trees)",
+                    EXAMPLE)
     evals = p.add_subparsers(dest="evaluation", metavar="EVALUATION")
     d = evals.add_parser(
         "delivery",
@@ -47,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=run_delivery)
+    register_vt(evals)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -89,6 +91,78 @@ def run_delivery(args: argparse.Namespace) -> int:
     report = evaluate(topology, config, None if args.quiet else Progress())
     report["topology"]["spec"] = args.topology
     sys.stdout.write(markdown_table(report))
+    if args.report:
+        for path in write_report(report, args.report, plots=not args.no_plots):
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+VT_EXAMPLE = "p4sub eval vt --topology facebook --density 30,70 --rules 0,5,10,15,20,30,40,50 --report out/vt"
+
+
+def register_vt(evals: argparse._SubParsersAction) -> None:
+    from compiler.delivery.vt.evaluation import VtEvalConfig
+
+    defaults = VtEvalConfig()
+    v = evals.add_parser(
+        "vt",
+        help="virtual trees: strategies x rules per switch, header bytes and network load (dissertation Figs. 5.11-5.13)",
+        description="Install each VT strategy under each per-switch rule budget, encode notifications of a Table 5.1 "
+        "workload with Algorithm 5.1 and follow them hop by hop. Writes vt.json, vt.md and PNG plots to --report.",
+        epilog=f"example:\n  {VT_EXAMPLE}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    v.add_argument("--topology", default="facebook", help="default facebook (64 hosts, 80 switches); any topology spec")
+    v.add_argument("--density", default="30,70", help="percent of hosts subscribed to a publisher (default 30,70)")
+    v.add_argument("--rules", default=",".join(map(str, defaults.rules)), help="rules per switch (max_rules) values")
+    v.add_argument("--strategies", default=",".join(defaults.strategies),
+                   help="comma-separated VT strategies (hops, broadcast, topo, tree, tree-shared, path, threshold:T[:hops], "
+                        "random, random-variant, cycles, partitions, clusters, relation, freq-relation[:T], hybrid[:T])")
+    v.add_argument("--runs", type=int, default=defaults.runs, help=f"workloads per density (default {defaults.runs})")
+    v.add_argument("--messages", type=int, default=defaults.messages,
+                   help=f"notifications per workload (default {defaults.messages})")
+    v.add_argument("--publishers", type=float, default=100 * defaults.publisher_share,
+                   help="percent of hosts that publish (default 30)")
+    v.add_argument("--mode", choices=("single", "best"), default=defaults.mode,
+                   help="Algorithm 5.1 loop: single pass as listed (default) or best gain")
+    v.add_argument("--no-prefilter", action="store_true", help="try every installed VT (slower, as listed)")
+    v.add_argument("--seed", type=int, default=defaults.seed)
+    v.add_argument("--payload", type=int, default=defaults.payload)
+    v.add_argument("--report", metavar="DIR", help="write vt.json, vt.md and plots to DIR")
+    v.add_argument("--no-plots", action="store_true")
+    v.add_argument("--quiet", action="store_true", help="no progress")
+    v.set_defaults(func=run_vt)
+
+
+def _ints(text: str, what: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise P4subError(f"bad {what} {text!r}: expected comma-separated integers") from None
+    if not values:
+        raise P4subError(f"{what} is empty")
+    return values
+
+
+def run_vt(args: argparse.Namespace) -> int:
+    from compiler.delivery.vt.evaluation import VtEvalConfig, evaluate
+    from compiler.delivery.vt.report import markdown, write_report
+
+    densities = _ints(args.density, "--density")
+    if any(not 0 < d <= 100 for d in densities):
+        raise P4subError("--density percentages must be between 1 and 100")
+    if not 0 < args.publishers <= 100:
+        raise P4subError("--publishers must be a percentage in (0, 100]")
+    config = VtEvalConfig(
+        densities=tuple(d / 100 for d in densities), rules=_ints(args.rules, "--rules"),
+        strategies=tuple(s.strip() for s in args.strategies.split(",") if s.strip()),
+        runs=args.runs, messages=args.messages, seed=args.seed, payload=args.payload,
+        publisher_share=args.publishers / 100, mode=args.mode, prefilter=not args.no_prefilter,
+    )
+    topology = parse_topology_arg(args.topology, seed=args.seed)
+    report = evaluate(topology, config, None if args.quiet else Progress())
+    report["topology"]["spec"] = args.topology
+    sys.stdout.write(markdown(report))
     if args.report:
         for path in write_report(report, args.report, plots=not args.no_plots):
             print(f"wrote {path}", file=sys.stderr)

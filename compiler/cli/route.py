@@ -44,9 +44,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--field-order", help="comma-separated fields tested first, for every switch")
     p.add_argument("--range-encoding", choices=RANGE_ENCODINGS, default="range", help="how non-exact fields are matched")
     p.add_argument("--dnf-limit", type=int, default=DEFAULT_LIMIT, help="largest DNF a single rule may expand to")
-    p.add_argument("--delivery", default="filters", metavar="filters|header-stack[:port|bitmask|mcgroup|mixed]",
+    p.add_argument("--delivery", default="filters",
+                   metavar="filters|header-stack[:port|bitmask|mcgroup|mixed]|vt[:STRATEGY]",
                    help="filters: Camus per-switch filtering (default); header-stack[:E]: the ingress edge evaluates "
-                        "the subscriptions and pushes the delivery tree as E labels (default port); see docs/delivery.md")
+                        "the subscriptions and pushes the delivery tree as E labels (default port); vt[:STRATEGY]: "
+                        "the same edge pushes virtual-tree labels over VTs the strategy installs (default "
+                        "broadcast); see docs/delivery.md")
+    p.add_argument("--max-rules", type=int, default=None,
+                   help="vt: VT entries (check_tree) per switch (default 16)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--max-labels", type=int, help="header-stack: largest stack (default: the target's limit); "
                                                   "deeper trees fall back to stored trees")
@@ -74,6 +79,10 @@ def run(args: argparse.Namespace) -> int:
     options = CompileOptions(field_order=tuple(field_order_arg(args.field_order)), dnf_limit=args.dnf_limit,
                              tables=TableOptions(range_encoding=args.range_encoding))
     target = None if args.target == "none" else args.target
+    if args.delivery == "vt" or args.delivery.startswith("vt:"):
+        return run_vt(args, topology, rules, spec, options, target)
+    if args.max_rules is not None:
+        raise P4subError("--max-rules applies to --delivery vt only")
     if args.delivery != "filters":
         return run_combined(args, topology, rules, spec, options, target)
     result = compile_network(topology, rules, spec, policy=args.policy, alpha=alpha_from_args(args), options=options,
@@ -101,7 +110,8 @@ def run_combined(args: argparse.Namespace, topology, rules, spec, options: Compi
 
     kind, _, encoding = args.delivery.partition(":")
     if kind != "header-stack":
-        raise P4subError(f"--delivery {args.delivery}: expected filters or header-stack[:port|bitmask|mcgroup|mixed]")
+        raise P4subError(f"--delivery {args.delivery}: expected filters or header-stack[:port|bitmask|mcgroup|mixed], "
+                         "or vt[:STRATEGY]")
     if args.alpha or args.alpha_field or args.master or args.conf:
         raise P4subError("--alpha, --alpha-field, --master and --conf apply to --delivery filters only")
     plan, s = compile_combined(topology, rules, spec, encoding or "port", args.out, target=target,
@@ -111,5 +121,27 @@ def run_combined(args: argparse.Namespace, topology, rules, spec, options: Compi
           f"(max {s['max_labels']} labels of {s['label_bytes']} bytes)")
     print(f"  stack bytes: max {s['stack_bytes']['max']}, mean {s['stack_bytes']['mean']}; "
           f"entries per transit switch: max {s['transit_entries']['max']}; recirculations per packet: 0")
+    print(f"wrote {Path(args.out) / 'delivery.json'}" + (f" and one {target} program per switch" if target else ""))
+    return 0
+
+
+def run_vt(args: argparse.Namespace, topology, rules, spec, options: CompileOptions, target: str | None) -> int:
+    """``--delivery vt[:STRATEGY]``: compiler.delivery.vt.output writes OUT."""
+    from compiler.delivery.vt.combined import DEFAULT_MAX_RULES, DEFAULT_STRATEGY
+    from compiler.delivery.vt.output import compile_vt
+
+    strategy = args.delivery.partition(":")[2] or DEFAULT_STRATEGY
+    if args.alpha or args.alpha_field or args.master:
+        raise P4subError("--alpha, --alpha-field and --master apply to --delivery filters only")
+    max_rules = DEFAULT_MAX_RULES if args.max_rules is None else args.max_rules
+    if max_rules < 0:
+        raise P4subError("--max-rules must be >= 0")
+    plan, s = compile_vt(topology, rules, spec, strategy, args.out, max_rules=max_rules, target=target,
+                         max_labels=args.max_labels, options=options)
+    print(f"{len(rules)} rules, vt:{plan.strategy} on {len(plan.switches)} switches (max {max_rules} VT entries each): "
+          f"{s['vts']} VTs, {s['receiver_sets']} receiver sets, {s['pushes']} pushes, {s['fallbacks']} fallback VTs")
+    print(f"  labels: {s['labels']['trees']} tree, {s['labels']['hops']} hop, {s['labels']['stops']} stop; "
+          f"stack bytes: max {s['stack_bytes']['max']}, mean {s['stack_bytes']['mean']}; "
+          f"check_tree entries per switch: max {s['check_tree_entries']['max']}")
     print(f"wrote {Path(args.out) / 'delivery.json'}" + (f" and one {target} program per switch" if target else ""))
     return 0

@@ -1,0 +1,18 @@
+"""Virtual trees (dissertation chapters 5 and 6): installed partial trees named by tree labels,
+extended by hop labels and pruned by stop labels.
+
+* :mod:`.labels` — the 16-bit labels (2-bit type, 14-bit id), edge ids, EtherType 0x9999 frames;
+* :mod:`.installed` — the VTs installed per switch under a ``max_rules`` budget, ids never reused;
+* :mod:`.steiner`, :mod:`.encoder` — Algorithm 5.1 (single pass and best gain);
+* :mod:`.switch` — what a VT-aware switch does with a frame; :mod:`.scheme` — both as a
+  :class:`~compiler.delivery.scheme.Scheme` the chapter-3 simulator follows hop by hop.
+"""
+
+from compiler.delivery.vt.encoder import VtEncoding, encode
+from compiler.delivery.vt.installed import VirtualTree, VtTable
+from compiler.delivery.vt.labels import ETHERTYPE_VT, EdgeIds, Kind, Label
+from compiler.delivery.vt.scheme import VirtualTrees
+from compiler.delivery.vt.steiner import VtGraph
+
+__all__ = ["ETHERTYPE_VT", "EdgeIds", "Kind", "Label", "VirtualTree", "VirtualTrees", "VtEncoding", "VtGraph",
+           "VtTable", "encode"]
