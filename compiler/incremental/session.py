@@ -90,6 +90,7 @@ class Incremental:
         self.spec = typed.spec
         self.fields = dict(typed.fields)
         self.rules: Counter = Counter(rules.rules)
+        self.n_rules = len(rules.rules)
         self.reads = Counter()  # header -> rules (with multiplicity) that read it
         for r, n in self.rules.items():
             for h in validity.rule_headers(r, self.spec):
@@ -158,19 +159,18 @@ class Incremental:
         """Add and remove rules; the delta from the pipeline before to the pipeline after."""
         start = time.perf_counter()
         add, remove = list(add), list(remove)
-        rules = self.rules.copy()
-        for r in remove:
-            if rules[r] <= 0:
+        for r, k in Counter(remove).items():
+            if self.rules.get(r, 0) < k:
                 raise P4subError(f"cannot remove a rule that is not in the compiled set: {r}", r.location)
-            rules[r] -= 1
-        rules.update(add)
-        rules = +rules
         try:
             if self.lanes is None:
                 raise Fallback(self.why_not or "no incremental state")
-            out = self._incremental(add, remove, rules)
+            out = self._incremental(add, remove)
         except Fallback as exc:
-            out = self._full(rules, exc.reason)
+            rules = self.rules.copy()
+            rules.subtract(remove)
+            rules.update(add)
+            out = self._full(Counter({r: n for r, n in rules.items() if n > 0}), exc.reason)
         out.seconds = time.perf_counter() - start
         return out
 
@@ -181,14 +181,14 @@ class Incremental:
         remove = list((self.rules - new).elements())
         return self.update(add, remove)
 
-    def _incremental(self, add: list[ast.Rule], remove: list[ast.Rule], rules: Counter) -> Update:
+    def _incremental(self, add: list[ast.Rule], remove: list[ast.Rule]) -> Update:
         typed_add = self._check(add)
         reads = self.reads.copy()
         for r in add:
             reads.update(validity.rule_headers(r, self.spec))
         for r in remove:
             reads.subtract(validity.rule_headers(r, self.spec))
-        self._same_headers(reads, sum(rules.values()))
+        self._same_headers(reads, self.n_rules + len(add) - len(remove))
         lane = self.lanes[0]
         if self._pipeline.delivery.is_bitmap:
             ports = set(self._pipeline.delivery.ports)
@@ -215,7 +215,13 @@ class Incremental:
             if len(lane.groups.id_of) + len(plan.groups_added) - len(plan.groups_removed) > self.options.budget.groups:
                 raise Fallback(f"more multicast groups than the budget of {self.options.budget.groups}")
         lane.commit(plan)
-        self.rules, self.reads = rules, +reads
+        for r in remove:
+            self.rules[r] -= 1
+            if not self.rules[r]:
+                del self.rules[r]
+        self.rules.update(add)
+        self.n_rules += len(add) - len(remove)
+        self.reads = +reads
         return Update(delta, True, rebuilt_root_edges=plan.rebuilt_edges, nodes_born=len(plan.born),
                       nodes_died=len(plan.died), entries_of_changed_nodes=len(old) + len(new))
 
