@@ -130,8 +130,9 @@ class Lane:
         items = self.builder.items(actions)
         if not items:
             return None
-        r = self.builder.residual(dict(cube), items)
-        if any(name not in self.level_names for name, _ in cube):
+        placed = dict(cube)
+        r = self.builder.residual(placed, items)
+        if not self.level_names.issuperset(placed):
             self.flagged.add(r)  # the lane has no stage for one of its fields: a rebuild cannot place it
         return r
 

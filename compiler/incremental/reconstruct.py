@@ -130,15 +130,20 @@ def read_lane(pipeline: ir.Pipeline, lane: int, fields: dict[str, QueryField],
     emissions: list[frozenset[int]] = [frozenset()]
     emission_of: dict[frozenset[int], int] = {frozenset(): 0}
 
+    emission_of_bitmap: dict[int, int] = {}
+
     def target(e: ir.Entry) -> tuple[int, int]:
         if e.action == set_state:
             return e.args[0], 0
         if e.action == set_ports:
-            ports = delivery.ports_of(e.args[1])
-            if ports not in emission_of:
-                emission_of[ports] = len(emissions)
-                emissions.append(ports)
-            return e.args[0], emission_of[ports]
+            found = emission_of_bitmap.get(e.args[1])
+            if found is None:
+                ports = delivery.ports_of(e.args[1])
+                if ports not in emission_of:
+                    emission_of[ports] = len(emissions)
+                    emissions.append(ports)
+                found = emission_of_bitmap[e.args[1]] = emission_of[ports]
+            return e.args[0], found
         raise Fallback(f"entry action {e.action} in a field table")
 
     entries: dict[int, list[ir.Entry]] = {}

@@ -91,10 +91,7 @@ class Incremental:
         self.fields = dict(typed.fields)
         self.rules: Counter = Counter(rules.rules)
         self.n_rules = len(rules.rules)
-        self.reads = Counter()  # header -> rules (with multiplicity) that read it
-        for r, n in self.rules.items():
-            for h in validity.rule_headers(r, self.spec):
-                self.reads[h] += n
+        self.reads = _reads(typed)  # header -> rules (with multiplicity) that read it
         self.guard, self.validity_fields, self.queried = typed.guard, tuple(typed.validity), typed.queried
         self._pipeline = pipeline
         self._static = [e for e in pipeline.entries if not _lane_managed(pipeline, e.table)]
@@ -174,12 +171,14 @@ class Incremental:
         out.seconds = time.perf_counter() - start
         return out
 
+    def diff(self, rules: ast.RuleSet) -> tuple[list[ast.Rule], list[ast.Rule]]:
+        """(rules to add, rules to remove) to get from the current multiset to ``rules``."""
+        new = Counter(rules.rules)
+        return list((new - self.rules).elements()), list((self.rules - new).elements())
+
     def replace(self, rules: ast.RuleSet) -> Update:
         """Update to ``rules`` (the multiset difference against the current rules is applied)."""
-        new = Counter(rules.rules)
-        add = list((new - self.rules).elements())
-        remove = list((self.rules - new).elements())
-        return self.update(add, remove)
+        return self.update(*self.diff(rules))
 
     def _incremental(self, add: list[ast.Rule], remove: list[ast.Rule]) -> Update:
         typed_add = self._check(add)
@@ -275,6 +274,17 @@ class Incremental:
         self._load(rule_set, new, compiled.widening is None, compiled.typed, compiled.stats)
         return Update(delta, False, reason, not same_program(old, new), entries_of_changed_nodes=len(old.entries)
                       + len(new.entries))
+
+
+def _reads(typed: TypedRules) -> Counter:
+    """How many rules read each header. Every rule reads each scalar guard header, and beyond the
+    guard the headers its validity fields name; only stacked guard headers need the rules read."""
+    spec = typed.spec
+    if any(spec.header(h).stack_size for h in typed.guard) or len(typed.rule_validity) != len(typed.rules):
+        return Counter(h for r in typed.rules for h in validity.rule_headers(r, spec))
+    reads = Counter({h: len(typed.rules) for h in typed.guard})
+    reads.update(validity.header_of_validity(f) for fs in typed.rule_validity for f in fs)
+    return reads
 
 
 def _validity_fields(names: Sequence[str]) -> dict:
