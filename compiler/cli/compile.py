@@ -191,9 +191,10 @@ def run(args: argparse.Namespace) -> int:
                "options": {"field_order": args.field_order, "range_encoding": args.range_encoding, "encode": args.encode,
                            "delivery": args.delivery, "lanes": args.lanes, "max_lanes": args.max_lanes,
                            "budget": args.budget}}
-    from compiler.cli.compile_update import keep_rules
+    from compiler.cli.compile_update import keep_lanes, keep_rules
 
     sources.update(keep_rules(Path(args.rules), out))  # --update diffs a later rule file against this copy
+    keep_lanes(compiled.lanes.lanes if compiled.lanes and compiled.pipeline.lanes > 1 else None, out)
     (out / "sources.json").write_text(json.dumps(sources, indent=2) + "\n", encoding="utf-8")
     if args.dot:
         from compiler.dot import to_dot

@@ -32,6 +32,7 @@ from compiler.incremental.session import Update
 from compiler.lang import read_rules
 
 RULES_COPY = "compiled_rules.sub"
+LANES = "lanes.json"
 
 
 def sha256(path: Path) -> str:
@@ -44,6 +45,23 @@ def keep_rules(rules: Path, out: Path) -> dict:
     if not (copy.exists() and copy.samefile(rules)):
         shutil.copyfile(rules, copy)
     return {"rules_sha256": sha256(rules)}
+
+
+def keep_lanes(lanes, out: Path) -> None:
+    """``lanes.json``: which rules (indexes in the rules' copy) each lane holds, for a pipeline in
+    several lanes (``--update`` must remove a rule from the lane that has it)."""
+    path = out / LANES
+    if lanes is None:
+        path.unlink(missing_ok=True)
+    else:
+        path.write_text(json.dumps({"lanes": [list(lane) for lane in lanes]}) + "\n", encoding="utf-8")
+
+
+def old_lanes(old_out: Path) -> list[list[int]] | None:
+    try:
+        return json.loads((old_out / LANES).read_text(encoding="utf-8"))["lanes"]
+    except (OSError, KeyError, TypeError, json.JSONDecodeError):
+        return None
 
 
 def old_rules_path(old_out: Path) -> Path | None:
@@ -111,10 +129,12 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
         update = Update(diff_pipelines(old, compiled.pipeline), False, f"{old_out} has no copy of its rules",
                         not same_program(old, compiled.pipeline))
         pipeline, stats = compiled.pipeline, compiled.stats
+        members = compiled.lanes.lanes if compiled.lanes and pipeline.lanes > 1 else None
         timings["update"] = time.perf_counter() - t
     else:
         t = time.perf_counter()
-        inc = Incremental(spec, old_rules, old, options, exact=old_stats.get("exact", True), stats=old_stats)
+        inc = Incremental(spec, old_rules, old, options, exact=old_stats.get("exact", True), stats=old_stats,
+                          lanes=old_lanes(old_out))
         timings["read_back_state"] = time.perf_counter() - t
         t = time.perf_counter()
         add, remove = inc.diff(new_rules)
@@ -123,6 +143,7 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
         timings["update"] = update.seconds
         t = time.perf_counter()
         pipeline, stats = inc.pipeline(), inc.stats()
+        members = inc.lane_members(new_rules)
         timings["materialize"] = time.perf_counter() - t
     t = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
@@ -135,6 +156,7 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
     sources = {"spec": str(Path(spec_path).resolve()) if spec_path else None, "rules": str(Path(rules_path).resolve()),
                "updated_from": str(old_out.resolve()), **keep_rules(Path(rules_path), out)}
     (out / "sources.json").write_text(json.dumps(sources, indent=2) + "\n", encoding="utf-8")
+    keep_lanes(members, out)
     timings["write"] = time.perf_counter() - t
     save_delta(update.delta, out / "delta.json", {"from": str(old_out.resolve()), **update.to_json(),
                                                   "timings": {k: round(v, 4) for k, v in timings.items()}})

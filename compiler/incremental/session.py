@@ -27,6 +27,8 @@ from compiler import bdd, ir, validity
 from compiler import rules as ast
 from compiler.compile import CompileOptions, Compiled, compile_rules, layout_cost, like
 from compiler.errors import P4subError
+from compiler.dnf import rule_actions
+from compiler.incremental.assign import LaneAssignment
 from compiler.incremental.delta import Delta, diff_entries, diff_groups, diff_pipelines, same_program
 from compiler.incremental.fallback import Fallback
 from compiler.incremental.lane import Groups, Lane
@@ -66,10 +68,13 @@ class Incremental:
 
     def __init__(self, spec: Spec, rules: ast.RuleSet, pipeline: ir.Pipeline,
                  options: CompileOptions = CompileOptions(), *, exact: bool = True,
-                 typed: TypedRules | None = None, stats: dict | None = None) -> None:
+                 typed: TypedRules | None = None, stats: dict | None = None,
+                 lanes: Sequence[Sequence[int]] | None = None) -> None:
+        """``lanes``: for a pipeline in several lanes, the rule indexes of each (``Compiled.lanes.lanes``,
+        ``lanes.json``); without it such a pipeline updates by full compiles."""
         self.base_spec = spec
         self.base_options = options
-        self._load(rules, pipeline, exact, typed, stats)
+        self._load(rules, pipeline, exact, typed, stats, lanes)
 
     @classmethod
     def compile(cls, spec: Spec, rules: ast.RuleSet, options: CompileOptions = CompileOptions()) -> "Incremental":
@@ -80,11 +85,11 @@ class Incremental:
     @classmethod
     def from_compiled(cls, spec: Spec, compiled: Compiled, options: CompileOptions = CompileOptions()) -> "Incremental":
         return cls(spec, compiled.typed.rules, compiled.pipeline, options, exact=compiled.widening is None,
-                   typed=compiled.typed, stats=compiled.stats)
+                   typed=compiled.typed, stats=compiled.stats, lanes=compiled.lanes.lanes if compiled.lanes else None)
 
     # -- loading ----------------------------------------------------------------------------------
     def _load(self, rules: ast.RuleSet, pipeline: ir.Pipeline, exact: bool, typed: TypedRules | None,
-              stats: dict | None) -> None:
+              stats: dict | None, lanes: Sequence[Sequence[int]] | None) -> None:
         self.options = like(pipeline, self.base_options)  # the program's layout, state width, table sizes
         typed = typed if typed is not None else check_rules(rules, self.base_spec, port_bits=self.options.port_bits)
         self.spec = typed.spec
@@ -101,16 +106,19 @@ class Incremental:
         try:
             if not exact:
                 raise Fallback("the pipeline widens rules to fit its budget")
-            if pipeline.lanes != 1:
-                raise Fallback(f"{pipeline.lanes} lanes (incremental updates handle one)")
-            state_width = next(m.width for m in pipeline.metadata if m.name == ir.STATE)
-            image = read_lane(pipeline, 0, typed.match_fields, self.spec.default_action)
-            groups = None if pipeline.delivery.is_bitmap else Groups.of(pipeline.multicast_groups)
-            lane = Lane(image, pipeline.spec, self.options.tables, 0, pipeline.delivery, state_width,
-                        self.spec.default_action, groups)
-            lane.seed(r for r in (lane.residual(c, a) for c, a in bdd.rule_cubes(typed, self.options.dnf_limit))
-                      if r is not None)
-            self.lanes = [lane]
+            self.assignment = LaneAssignment(typed.rules.rules, lanes, pipeline.lanes)
+            built = []
+            for i in range(pipeline.lanes):
+                state_width = next(m.width for m in pipeline.metadata if m.name == ir.lane_state(i))
+                call = self.spec.default_action if i == 0 else None
+                image = read_lane(pipeline, i, typed.match_fields, call)
+                groups = None if pipeline.delivery.is_bitmap else Groups.of(pipeline.multicast_groups)
+                lane = Lane(image, pipeline.spec, self.options.tables, i, pipeline.delivery, state_width, call, groups)
+                members = None if pipeline.lanes == 1 else lanes[i]
+                lane.seed(r for r in (lane.residual(c, a) for c, a in bdd.rule_cubes(typed, self.options.dnf_limit,
+                                                                                     members)) if r is not None)
+                built.append(lane)
+            self.lanes = built
         except Fallback as exc:
             self.why_not = exc.reason
 
@@ -122,6 +130,13 @@ class Incremental:
 
     def rule_set(self) -> ast.RuleSet:
         return ast.RuleSet(tuple(r for r, n in self.rules.items() for _ in range(n)))
+
+    def lane_members(self, rules: ast.RuleSet) -> list[list[int]] | None:
+        """For a pipeline in several lanes, the indexes of ``rules`` (the current rules, in any order)
+        each lane holds (what ``lanes.json`` records for a later ``--update``); None for one lane."""
+        if self.lanes is None or len(self.lanes) == 1:
+            return None
+        return self.assignment.lanes_of(rules.rules)
 
     def typed(self) -> TypedRules:
         """The current rules as the full compile types them (for verify and the oracle)."""
@@ -188,32 +203,37 @@ class Incremental:
         for r in remove:
             reads.subtract(validity.rule_headers(r, self.spec))
         self._same_headers(reads, self.n_rules + len(add) - len(remove))
-        lane = self.lanes[0]
         if self._pipeline.delivery.is_bitmap:
             ports = set(self._pipeline.delivery.ports)
             extra = sorted({p for r in add for p in r.ports} - ports)
             if extra:
                 raise Fallback(f"port {extra[0]} is not in the program's port bitmap")
-        change: Counter = Counter()
-        for sign, typed in ((1, typed_add), (-1, self._typed_subset(remove))):
-            for cube, actions in bdd.rule_cubes(typed, self.options.dnf_limit):
-                r = lane.residual(cube, actions)
-                if r is not None:
-                    change[r] += sign
-        plan = lane.plan(change)
-        old = [e for n in plan.died for e in lane.entries[lane.state_of[n]]]
-        new = [e for es in plan.entries.values() for e in es]
-        total = sum((plan.table_counts if plan.died else lane.table_counts).values())
+        changes, moves = self._route(typed_add, remove)
+        plans = {i: self.lanes[i].plan(change) for i, change in enumerate(changes) if change}
+        old: list[ir.Entry] = []
+        new: list[ir.Entry] = []
+        delta = Delta()
+        total = 0
+        for i, lane in enumerate(self.lanes):
+            plan = plans.get(i)
+            if plan is None or not plan.died:
+                total += sum(lane.table_counts.values())
+                continue
+            total += sum(plan.table_counts.values())
+            old += [e for n in plan.died for e in lane.entries[lane.state_of[n]]]
+            new += [e for es in plan.entries.values() for e in es]
+            if lane.groups is not None and (plan.groups_added or plan.groups_removed):
+                delta.groups_added, delta.groups_modified, delta.groups_deleted = diff_groups(
+                    [ir.MulticastGroup(g, p) for p, g in plan.groups_removed.items()],
+                    [ir.MulticastGroup(g, p) for p, g in plan.groups_added.items()])
+                if len(lane.groups.id_of) + len(plan.groups_added) - len(plan.groups_removed) > self.options.budget.groups:
+                    raise Fallback(f"more multicast groups than the budget of {self.options.budget.groups}")
         if total > self.options.budget.entries:
             raise Fallback(f"{total} entries pass the budget of {self.options.budget.entries}")
-        delta = Delta(*diff_entries(old, new))
-        if lane.groups is not None and (plan.groups_added or plan.groups_removed):
-            delta.groups_added, delta.groups_modified, delta.groups_deleted = diff_groups(
-                [ir.MulticastGroup(i, p) for p, i in plan.groups_removed.items()],
-                [ir.MulticastGroup(i, p) for p, i in plan.groups_added.items()])
-            if len(lane.groups.id_of) + len(plan.groups_added) - len(plan.groups_removed) > self.options.budget.groups:
-                raise Fallback(f"more multicast groups than the budget of {self.options.budget.groups}")
-        lane.commit(plan)
+        delta.added, delta.modified, delta.deleted = diff_entries(old, new)
+        for i, plan in plans.items():
+            self.lanes[i].commit(plan)
+        self.assignment.commit(moves)
         for r in remove:
             self.rules[r] -= 1
             if not self.rules[r]:
@@ -221,8 +241,38 @@ class Incremental:
         self.rules.update(add)
         self.n_rules += len(add) - len(remove)
         self.reads = +reads
-        return Update(delta, True, rebuilt_root_edges=plan.rebuilt_edges, nodes_born=len(plan.born),
-                      nodes_died=len(plan.died), entries_of_changed_nodes=len(old) + len(new))
+        return Update(delta, True, rebuilt_root_edges=sum(p.rebuilt_edges for p in plans.values()),
+                      nodes_born=sum(len(p.born) for p in plans.values()),
+                      nodes_died=sum(len(p.died) for p in plans.values()), entries_of_changed_nodes=len(old) + len(new))
+
+    def _route(self, typed_add: TypedRules, remove: list[ast.Rule]) -> tuple[list[Counter], list]:
+        """Per lane, the change of each root residual's count; and the rule moves between lanes."""
+        changes = [Counter() for _ in self.lanes]
+        moves: list[tuple[ast.Rule, int, int]] = []
+        limit = self.options.dnf_limit
+        typed_remove = self._typed_subset(remove)
+        taken: Counter = Counter()
+        for i, r in enumerate(remove):
+            lane = self.assignment.holder(r, taken)
+            moves.append((r, lane, -1))
+            for cube, actions in bdd.rule_cubes(typed_remove, limit, (i,)):
+                res = self.lanes[lane].residual(cube, actions)
+                if res is not None:
+                    changes[lane][res] -= 1
+        lane_fields = [lane.level_names for lane in self.lanes]
+        hubs = [lane.levels[0].field.name if lane.levels else None for lane in self.lanes]
+        given = [0] * len(self.lanes)
+        for i, r in enumerate(typed_add.rules.rules):
+            cubes = bdd.rule_cubes(typed_add, limit, (i,))
+            fields = {name for cube, _ in cubes for name, _ in cube}
+            lane = self.assignment.choose(fields, bool(rule_actions(r).calls), lane_fields, hubs, given)
+            given[lane] += 1
+            moves.append((r, lane, 1))
+            for cube, actions in cubes:
+                res = self.lanes[lane].residual(cube, actions)
+                if res is not None:
+                    changes[lane][res] += 1
+        return changes, moves
 
     def _check(self, add: list[ast.Rule]) -> TypedRules:
         """Type-check the added rules (errors are the user's) and refuse what needs another program."""
@@ -271,7 +321,8 @@ class Incremental:
         compiled = compile_rules(self.base_spec, rule_set, options)
         new = compiled.pipeline
         delta = diff_pipelines(old, new)
-        self._load(rule_set, new, compiled.widening is None, compiled.typed, compiled.stats)
+        self._load(rule_set, new, compiled.widening is None, compiled.typed, compiled.stats,
+                   compiled.lanes.lanes if compiled.lanes else None)
         return Update(delta, False, reason, not same_program(old, new), entries_of_changed_nodes=len(old.entries)
                       + len(new.entries))
 

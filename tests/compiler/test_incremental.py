@@ -26,7 +26,8 @@ from compiler.typecheck import check_rules
 from compiler.verify import verify
 from tests.compiler.test_compile_property import PX, QTY, SPEC, SYMS, TAGS, packet, rule, run_all
 
-LAYOUTS = ["groups", "bitmap", "auto"]
+#: (delivery, lanes): groups, port bitmaps in one lane or two or three (rules routed to lanes), auto.
+LAYOUTS = [("groups", None), ("bitmap", 1), ("bitmap", 2), ("bitmap", 3), ("auto", None)]
 
 
 # -- strategies: rules that all read header m (the guard stays: the incremental path is taken) ---------
@@ -109,23 +110,29 @@ def _group_changes(delta) -> int:
     return len(delta.groups_added) + len(delta.groups_modified) + len(delta.groups_deleted)
 
 
-def untouched_keep_states(lane_before: dict[int, int], entries_before: dict[int, list], inc: Incremental) -> None:
+def snapshot(inc: Incremental) -> list[tuple[dict, dict]] | None:
+    if not inc.lanes:
+        return None
+    return [(dict(lane.state_of), {s: list(es) for s, es in lane.entries.items()}) for lane in inc.lanes]
+
+
+def untouched_keep_states(before: list[tuple[dict, dict]], inc: Incremental) -> None:
     """(d) A node reachable before and after keeps its state id; a state whose node stayed keeps its entries."""
-    lane = inc.lanes[0]
-    for node, sid in lane.state_of.items():
-        if node in lane_before and node != lane.root:
-            assert lane_before[node] == sid
-            assert lane.entries[sid] == entries_before[sid]
+    for lane, (states, entries) in zip(inc.lanes, before):
+        for node, sid in lane.state_of.items():
+            if node in states and node != lane.root:
+                assert states[node] == sid
+                assert lane.entries[sid] == entries[sid]
 
 
-def run_steps(rules: list[ast.Rule], ops, layout: str, packets) -> list:
-    inc = Incremental.compile(SPEC, ast.RuleSet(tuple(rules)), CompileOptions(delivery=layout))
+def run_steps(rules: list[ast.Rule], ops, layout: tuple[str, int | None], packets) -> list:
+    delivery, lanes = layout
+    inc = Incremental.compile(SPEC, ast.RuleSet(tuple(rules)), CompileOptions(delivery=delivery, lanes=lanes))
     current = list(rules)
     updates = []
     for add, new_rule, which in ops:
         before = inc.pipeline()
-        lane_before = dict(inc.lanes[0].state_of) if inc.lanes else None
-        entries_before = {s: list(es) for s, es in inc.lanes[0].entries.items()} if inc.lanes else None
+        kept = snapshot(inc)
         if add or not current:
             update = inc.update(add=[new_rule])
             current.append(new_rule)
@@ -134,8 +141,8 @@ def run_steps(rules: list[ast.Rule], ops, layout: str, packets) -> list:
             update = inc.update(remove=[gone])
         assert Counter(inc.rule_set().rules) == Counter(current)
         check_step(before, inc, update, packets)
-        if update.incremental and lane_before is not None:
-            untouched_keep_states(lane_before, entries_before, inc)
+        if update.incremental and kept is not None:
+            untouched_keep_states(kept, inc)
         updates.append(update)
     return updates
 
@@ -175,12 +182,12 @@ def _itch(n: int, seed: int) -> list[ast.Rule]:
                      (ast.Forward((rng.randint(1, 6),)),)) for _ in range(n)]
 
 
-@pytest.mark.parametrize("layout", ["groups", "bitmap"])
+@pytest.mark.parametrize("layout", LAYOUTS[:3])
 def test_itch_like_single_changes_stay_incremental_and_local(layout) -> None:
     """Many ITCH-shaped filters, 40 single changes: every one incremental, the root's only rebuilt
     span is the stock changed, and the pipeline stays proved equal to the rules."""
-    rules = _itch(600, 1)
-    inc = Incremental.compile(SPEC, ast.RuleSet(tuple(rules)), CompileOptions(delivery=layout))
+    rules = _itch(600, 1) + _base()
+    inc = Incremental.compile(SPEC, ast.RuleSet(tuple(rules)), CompileOptions(delivery=layout[0], lanes=layout[1]))
     assert inc.incremental, inc.why_not
     rng = random.Random(2)
     extra = _itch(40, 3)
@@ -270,6 +277,7 @@ header msg_t { bit<64> stock; bit<32> price; bit<32> shares; }
 struct headers { ethernet_t ethernet; msg_t msg; }
 @query_field_exact(msg.stock, string)
 @query_field_range(msg.price, scale=4)
+@query_field(msg.shares)
 parser P(packet_in packet, out headers hdr) {
     state start { packet.extract(hdr.ethernet); transition select(hdr.ethernet.ether_type) { 0x88b5: m; default: accept; } }
     state m { packet.extract(hdr.msg); transition accept; }
@@ -283,17 +291,21 @@ def _cli_rules(n: int, seed: int) -> list[str]:
             for _ in range(n)]
 
 
-@pytest.mark.parametrize("delivery", ["groups", "bitmap"])
-def test_cli_update_writes_the_new_pipeline_and_a_delta_that_takes_the_old_one_there(tmp_path, capsys, delivery) -> None:
+@pytest.mark.parametrize("delivery, lanes", [("groups", "auto"), ("bitmap", "1"), ("bitmap", "2")])
+def test_cli_update_writes_the_new_pipeline_and_a_delta_that_takes_the_old_one_there(tmp_path, capsys, delivery,
+                                                                                    lanes) -> None:
     from compiler.cli import main
     from compiler.incremental import delta as delta_file
 
     (tmp_path / "s.p4").write_text(CLI_SPEC)
     rules = _cli_rules(60, 1) + [f'msg.stock == "S0" and msg.price > 1: fwd({p});' for p in (1, 2, 3, 4)]
+    rules += [f'msg.shares > {100 * p}: fwd({p});' for p in (1, 2, 3, 4)]  # a second hub for a second lane
     (tmp_path / "r.sub").write_text("\n".join(rules) + "\n")
     assert main(["compile", str(tmp_path / "s.p4"), str(tmp_path / "r.sub"), "-o", str(tmp_path / "v1"),
-                 "--delivery", delivery]) == 0
+                 "--delivery", delivery, "--lanes", lanes]) == 0
     assert (tmp_path / "v1" / "compiled_rules.sub").is_file()
+    assert (tmp_path / "v1" / "lanes.json").is_file() == (lanes == "2")
+    assert ir.load(tmp_path / "v1").lanes == (2 if lanes == "2" else 1)
     # Edit the rule file in place (one rule out, two in) and update from v1 without naming the spec.
     edited = rules[1:] + _cli_rules(2, 2)
     (tmp_path / "r.sub").write_text("\n".join(edited) + "\n")
@@ -316,6 +328,9 @@ def test_cli_update_writes_the_new_pipeline_and_a_delta_that_takes_the_old_one_t
                  "-o", str(tmp_path / "v3")]) == 0
     entries, _ = replay(new, delta_file.load(tmp_path / "v3" / "delta.json"))
     assert entries == {(e.table, e.matches, e.priority): e for e in ir.load(tmp_path / "v3").entries}
+    assert __import__("json").loads((tmp_path / "v3" / "delta.json").read_text())["incremental"]
+    assert verify(ir.load(tmp_path / "v3"), check_rules(__import__("compiler.lang", fromlist=["read_rules"]).read_rules(
+        tmp_path / "r2.sub"), new.spec)).equivalent
 
 
 def test_cli_update_errors_exit_2(tmp_path, capsys) -> None:
