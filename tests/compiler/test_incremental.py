@@ -22,6 +22,9 @@ from compiler import rules as ast
 from compiler.compile import CompileOptions, compile_rules
 from compiler.errors import P4subError
 from compiler.incremental import Incremental
+from compiler.lang import parse_rules
+from compiler.spec_reader import parse_spec
+from compiler.tables import TableOptions
 from compiler.typecheck import check_rules
 from compiler.verify import verify
 from tests.compiler.test_compile_property import PX, QTY, SPEC, SYMS, TAGS, packet, rule, run_all
@@ -125,9 +128,10 @@ def untouched_keep_states(before: list[tuple[dict, dict]], inc: Incremental) -> 
                 assert lane.entries[sid] == entries[sid]
 
 
-def run_steps(rules: list[ast.Rule], ops, layout: tuple[str, int | None], packets) -> list:
+def run_steps(rules: list[ast.Rule], ops, layout: tuple[str, int | None], packets, encoding: str = "range") -> list:
     delivery, lanes = layout
-    inc = Incremental.compile(SPEC, ast.RuleSet(tuple(rules)), CompileOptions(delivery=delivery, lanes=lanes))
+    inc = Incremental.compile(SPEC, ast.RuleSet(tuple(rules)), CompileOptions(
+        delivery=delivery, lanes=lanes, tables=TableOptions(range_encoding=encoding)))
     current = list(rules)
     updates = []
     for add, new_rule, which in ops:
@@ -158,19 +162,21 @@ def _base() -> list[ast.Rule]:
             for p in range(1, 7)]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(m_rule, max_size=6), steps, st.lists(packet, min_size=1, max_size=12), st.sampled_from(LAYOUTS),
-       st.booleans())
-def test_incremental_updates_are_equivalent_and_their_delta_is_exact(rules, ops, packets, layout, base) -> None:
-    run_steps((_base() if base else []) + rules, ops, layout, packets)
+       st.booleans(), st.sampled_from(["range", "range", "ternary"]))
+def test_incremental_updates_are_equivalent_and_their_delta_is_exact(rules, ops, packets, layout, base,
+                                                                     encoding) -> None:
+    run_steps((_base() if base else []) + rules, ops, layout, packets, encoding)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.lists(rule, max_size=5), any_steps, st.lists(packet, min_size=1, max_size=12), st.sampled_from(LAYOUTS))
-def test_any_rules_update_correctly_incrementally_or_by_fallback(rules, ops, packets, layout) -> None:
+@given(st.lists(rule, max_size=5), any_steps, st.lists(packet, min_size=1, max_size=12), st.sampled_from(LAYOUTS),
+       st.sampled_from(["range", "ternary", "compress"]))
+def test_any_rules_update_correctly_incrementally_or_by_fallback(rules, ops, packets, layout, encoding) -> None:
     """Rules over every field and header (validity, lpm, ranges, drops, constants): the guard and the
     fields change often, and then the full compile runs; either way the result is exact."""
-    for update in run_steps(rules, ops, layout, packets):
+    for update in run_steps(rules, ops, layout, packets, encoding):
         assert update.incremental or update.reason
 
 
@@ -267,6 +273,59 @@ def test_a_duplicate_rule_changes_nothing_until_its_last_copy_goes() -> None:
     assert inc.update(add=[rules[0]]).delta.size == 0
     assert inc.update(remove=[rules[0]]).delta.size == 0
     assert verify(inc.pipeline(), check_rules(inc.rule_set(), SPEC)).equivalent
+
+
+def test_the_spec_default_action_stays_right_across_updates() -> None:
+    """@query_default_action: every state reaches a leaf explicitly (no entry left out), and the
+    empty leaf calls the default action; updates keep both."""
+    spec = parse_spec("""
+@pragma query_field_exact(dns_query.label, 32)
+@pragma query_field(dns_query.qtype, 16)
+@pragma query_default_action(notfound)
+@pragma query_action(answer, 32)
+""", "dns.p4")
+    rules = list(parse_rules("""
+dns_query.label = "no97" and dns_query.qtype < 5 : answer(10.0.0.97);
+dns_query.label == 5 and dns_query.qtype < 3 : fwd(3);
+dns_query.label == 7 and dns_query.qtype > 9 : fwd(4);
+""").rules)
+    # A few rules make a 3-bit state; 8 bits leave room for the states the updates add.
+    inc = Incremental.compile(spec, ast.RuleSet(tuple(rules)), CompileOptions(tables=TableOptions(min_state_bits=8)))
+    assert inc.incremental, inc.why_not
+    more = list(parse_rules("""
+dns_query.label == 5 and dns_query.qtype > 20 : fwd(1, 2);
+dns_query.label == 9 and dns_query.qtype == 4 : answer(10.0.0.1);
+dns_query.label == 7 and dns_query.qtype < 2 : drop;
+""").rules)
+    for add, remove in [(more[:1], []), (more[1:2], rules[:1]), (more[2:], []), ([], more[:2])]:
+        before = inc.pipeline()
+        update = inc.update(add, remove)
+        assert update.incremental, update.reason
+        after = inc.pipeline()
+        entries, _ = replay(before, update.delta)
+        assert entries == {(e.table, e.matches, e.priority): e for e in after.entries}
+        assert verify(after, check_rules(inc.rule_set(), spec)).equivalent
+
+
+def test_conflicting_calls_are_the_users_error_and_leave_the_session_as_it_was() -> None:
+    spec = parse_spec("""
+@pragma query_field_exact(dns_query.label, 32)
+@pragma query_field(dns_query.qtype, 16)
+@pragma query_action(answer, 32)
+""", "dns.p4")
+    rules = list(parse_rules("""
+dns_query.label == 5 and dns_query.qtype < 5 : answer(1);
+dns_query.label == 6 : fwd(2);
+""").rules)
+    inc = Incremental.compile(spec, ast.RuleSet(tuple(rules)))
+    before = inc.pipeline()
+    clash = parse_rules("dns_query.label == 5 and dns_query.qtype < 9 : answer(2);").rules[0]
+    with pytest.raises(P4subError, match="different arguments"):
+        inc.update(add=[clash])
+    assert inc.pipeline() == before and Counter(inc.rule_set().rules) == Counter(rules)
+    fine = parse_rules("dns_query.label == 5 and dns_query.qtype > 9 : answer(2);").rules[0]
+    assert inc.update(add=[fine]).incremental
+    assert verify(inc.pipeline(), check_rules(inc.rule_set(), spec)).equivalent
 
 
 # -- command line -----------------------------------------------------------------------------------
