@@ -228,9 +228,10 @@ class _Slicer:
         for node in nodes:
             self.node_entries(node, info, kind, base, miss)
 
-    def node_entries(self, node: int, info: QueryField, kind: str, base: str, miss: str) -> None:
+    def node_entries(self, node: int, info: QueryField, kind: str, base: str, miss: str) -> int | None:
         """The entries of one node of a field stage (not compressed): its non-default edges in the
-        field table ``base``, its default in the ``miss`` table. Appended to :attr:`entries`."""
+        field table ``base``, its default in the ``miss`` table. Appended to :attr:`entries`; the
+        default target is returned."""
         edges = self.labelled(node)
         default = self.default_child(edges, kind)
         s = self.state(node)
@@ -254,6 +255,7 @@ class _Slicer:
                     self.add(base, (ir.Exact(s), ir.Ternary(value, mask)), child, priority=plen + 1)
         if default != self.no_entry:
             self.add(miss, (ir.Exact(s),), default)
+        return default
 
     def transition_actions(self) -> tuple[str, ...]:
         if self.delivery is None:

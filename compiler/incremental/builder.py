@@ -132,7 +132,7 @@ class IncrementalBuilder(_Builder):
         d = self.diagram
         for node in [n for n in d.nodes if n not in live]:
             n = d.nodes.pop(node)
-            del self._unique[(n.level, n.edges, n.emits)]
+            self._unique.pop((n.level, n.edges, n.emits), None)  # roots are not hash-consed
         for node in [n for n in d.leaves if n not in live]:
             del self._unique[("leaf", d.leaves.pop(node))]
         for memo in self._memo:

@@ -8,9 +8,10 @@ multicast groups, and the root-level residuals of the rules indexed by their roo
 An update (:meth:`Lane.plan`, then :meth:`Lane.commit`) gets the change in the count of each
 root residual. Only residuals that appear or disappear change the diagram, and only on their
 root-field intervals (the *spans*): the root's edges there are swept again from the residuals
-alive in the span (:meth:`compiler.bdd._Builder._sweep`), and the root's other edges are kept.
-The new root's new descendants are found by reference counting, as are the nodes no longer
-reachable; only those change entries. A born node takes the state id of the dead node it
+alive in the span (:meth:`compiler.bdd._Builder._sweep`), and the root's other edges are kept
+(:mod:`compiler.incremental.root`: the root's cost is the regions it changes, not its width).
+The new root's new descendants are found by reference counting (one reference per edge), as are
+the nodes no longer reachable; only those, and the root's changed regions, change entries. A born node takes the state id of the dead node it
 replaces where the two diagrams are walked in parallel (same level, same values), so its entries
 mostly keep their keys and the delta is modifications; other born nodes take freed ids, then
 fresh ones. Planning changes nothing that a failed check would have to undo; the plan raises
@@ -31,6 +32,7 @@ from compiler.incremental.fallback import Fallback
 from compiler.incremental.ids import IdPool
 from compiler.incremental.index import IntervalIndex
 from compiler.incremental.reconstruct import LaneImage
+from compiler.incremental.root import Root, RootPlan
 from compiler.spec import Spec
 from compiler.tables import GROUP_WIDTH, TableOptions, node_slicer
 
@@ -62,8 +64,8 @@ class Plan:
     counts: dict[int, int]  # root residual -> new count (only those that changed)
     appear: list[int]
     vanish: list[int]
-    root: int
-    born: list[int] = field(default_factory=list)
+    root: RootPlan | None = None  # None: the diagram stays as it is
+    born: list[int] = field(default_factory=list)  # nodes other than the root
     died: list[int] = field(default_factory=list)
     refs: dict[int, int] = field(default_factory=dict)
     states: dict[int, int] = field(default_factory=dict)  # born node -> state id
@@ -76,6 +78,12 @@ class Plan:
     group_uses: Counter = field(default_factory=Counter)  # port set -> change in uses
     group_taken: list[int] = field(default_factory=list)
     rebuilt_edges: int = 0  # root edges swept again
+    old_entries: list[ir.Entry] = field(default_factory=list)  # entries that go (those of the nodes that died,
+    new_entries: list[ir.Entry] = field(default_factory=list)  # the root's regions) and that come
+
+    @property
+    def changed(self) -> bool:
+        return self.root is not None
 
 
 class Lane:
@@ -94,7 +102,7 @@ class Lane:
         self.tables = image.tables
         self.state_of: dict[int, int] = dict(image.state_of)
         self.entries: dict[int, list[ir.Entry]] = dict(image.entries)
-        self.refs: Counter = Counter()
+        self.refs: Counter = Counter()  # node -> edges of reachable nodes that lead to it
         for node in self.diagram.reachable():
             for child in self._children(node):
                 self.refs[child] += 1
@@ -109,7 +117,10 @@ class Lane:
                                   lane, delivery, self.state_of)
         self.slicer.empty_leaf = self.empty
         self.slicer.no_entry = None if no_match_call else self.slicer.target(self.empty, 0)
-        self.table_counts = Counter(e.table for es in self.entries.values() for e in es)
+        self.root_state = self.state_of[self.root]
+        self.rootk = Root(self.root, self.diagram, self.levels[0], self.slicer, self.entries.pop(self.root_state),
+                          self.root_state)
+        self.table_counts = Counter(e.table for e in self.all_entries())
         self.groups = groups
         if groups is not None:
             for node, sid in self.state_of.items():
@@ -148,9 +159,10 @@ class Lane:
             if n == 0:
                 self.index.add(r, self.intervals(r))
 
-    def _children(self, node: int) -> set[int]:
+    def _children(self, node: int) -> list[int]:
+        """The node's children, one per edge (references are counted per edge)."""
         n = self.diagram.nodes.get(node)
-        return {c for _, _, c in n.edges} if n is not None else set()
+        return [c for _, _, c in n.edges] if n is not None else []
 
     # -- planning ---------------------------------------------------------------------------------
     def plan(self, delta: dict[int, int]) -> Plan:
@@ -160,7 +172,7 @@ class Lane:
                 raise RuntimeError("a residual removed more often than it was added")
         appear = [r for r, c in counts.items() if c > 0 and not self.count.get(r, 0)]
         vanish = [r for r, c in counts.items() if c == 0 and self.count.get(r, 0)]
-        plan = Plan(counts, appear, vanish, self.root)
+        plan = Plan(counts, appear, vanish)
         spans = _merge([iv for r in appear + vanish for iv in self.intervals(r)])
         if not spans:
             return plan
@@ -174,19 +186,16 @@ class Lane:
             edges, emits = self.builder.sweep(0, objs, a, b)
             pieces.append((a, b, edges, emits))
             plan.rebuilt_edges += len(edges)
-        edges, emits = _splice(self.diagram.nodes[self.root], pieces, self.builder.emit)
-        root = self.builder.node(0, edges, emits)
-        if root not in self.diagram.nodes or self.diagram.nodes[root].level != 0:
-            raise Fallback("the root would no longer test the first field (the program's first stage)")
-        plan.root = root
-        if root != self.root:
+        plan.root = self.rootk.plan(pieces, self.builder.new_id)
+        if plan.root is not None:
             self._liveness(plan)
             self._assign_states(plan)
             self._make_entries(plan)
         return plan
 
     def _liveness(self, plan: Plan) -> None:
-        """Nodes that become reachable (born) and that stop being reachable (died)."""
+        """Nodes that become reachable (born) and that stop being reachable (died), from the edges
+        the root's regions remove and add."""
         refs, tref, live = self.refs, plan.refs, self.state_of
         born, died = plan.born, plan.died
 
@@ -206,37 +215,37 @@ class Lane:
                 for ch in self._children(n):
                     dec(ch)
 
-        born.append(plan.root)
-        for ch in self._children(plan.root):
-            inc(ch)
-        died.append(self.root)
-        for ch in self._children(self.root):
-            dec(ch)
+        for (_, _, child), _ in plan.root.added:
+            inc(child)
+        for (_, _, child), _ in plan.root.removed:
+            dec(child)
 
     def _assign_states(self, plan: Plan) -> None:
-        """Born nodes take the ids of the dead nodes they replace, then freed ids, then fresh ones."""
+        """Born nodes take the ids of the dead nodes they replace (walking the old and new root
+        regions and then the paired nodes side by side), then freed ids, then fresh ones."""
         d = self.diagram
         died = set(plan.died)
         born = set(plan.born)
         states = plan.states
-        states[plan.root] = self.state_of[self.root]
-        reused = {self.root}
-        stack = [(self.root, plan.root)]
+        reused: set[int] = set()
+        stack: list[tuple[list, list]] = []
+        old_edges = self.rootk.edges
+        for r in plan.root.regions:
+            stack.append((old_edges[r.i0:r.i1], r.edges))
         while stack:
-            old, new = stack.pop()
-            a, b = d.nodes[old], d.nodes[new]
+            a, b = stack.pop()
             i = j = 0
-            while i < len(a.edges) and j < len(b.edges):
-                o, n = a.edges[i][2], b.edges[j][2]
+            while i < len(a) and j < len(b):
+                o, n = a[i][2], b[j][2]
                 if (o != n and o in died and n in born and o not in reused and n not in states
                         and _same_kind(d, o, n)):
                     states[n] = self.state_of[o]
                     reused.add(o)
                     if n in d.nodes:
-                        stack.append((o, n))
-                if a.edges[i][1] < b.edges[j][1]:
+                        stack.append((d.nodes[o].edges, d.nodes[n].edges))
+                if a[i][1] < b[j][1]:
                     i += 1
-                elif a.edges[i][1] > b.edges[j][1]:
+                elif a[i][1] > b[j][1]:
                     j += 1
                 else:
                     i += 1
@@ -252,13 +261,19 @@ class Lane:
     def _make_entries(self, plan: Plan) -> None:
         d = self.diagram
         counts = Counter(self.table_counts)
+        old = plan.old_entries
         for n in plan.died:
-            for e in self.entries.get(self.state_of[n], ()):
-                counts[e.table] -= 1
+            old += self.entries[self.state_of[n]]
         if self.groups is not None:
             self._plan_groups(plan)
         group_of = ChainMap(plan.groups_added, self.groups.id_of) if self.groups is not None else {}
-        self.slicer.state_of = ChainMap(plan.states, self.state_of)
+        tentative = ChainMap({plan.root.node: self.root_state}, plan.states, self.state_of)
+        self.rootk.plan_entries(plan.root, tentative)
+        old += plan.root.old_entries
+        plan.new_entries += plan.root.new_entries
+        for e in old:
+            counts[e.table] -= 1
+        self.slicer.state_of = tentative
         try:
             for n in plan.born:
                 sid = plan.states[n]
@@ -274,6 +289,7 @@ class Lane:
                         actions = ActionSet(calls=frozenset({(self.no_match_call, ())}))
                     self.slicer.leaf_entries(sid, actions, group_of)
                 plan.entries[sid] = self.slicer.entries
+                plan.new_entries += self.slicer.entries
                 for e in self.slicer.entries:
                     counts[e.table] += 1
                     t = self.tables.get(e.table)
@@ -284,6 +300,8 @@ class Lane:
         finally:
             self.slicer.state_of = self.state_of
             self.slicer.entries = []
+        for e in plan.root.new_entries:
+            counts[e.table] += 1
         for table, n in counts.items():
             if n > self.tables[table].size:
                 raise Fallback(f"table {table} would hold {n} entries, more than its size {self.tables[table].size}")
@@ -317,7 +335,7 @@ class Lane:
                 self.count[r] = c
             else:
                 self.count.pop(r, None)
-        if plan.root == self.root:
+        if plan.root is None:
             return
         for n, c in plan.refs.items():
             if c:
@@ -328,10 +346,12 @@ class Lane:
             del self.entries[self.state_of.pop(n)]
         self.state_of.update(plan.states)
         self.entries.update(plan.entries)
+        del self.state_of[self.root]
+        self.rootk.commit(plan.root)
+        self.root = self.diagram.root = plan.root.node
+        self.state_of[self.root] = self.root_state
         self.ids.commit(plan.taken, plan.freed)
         self.table_counts = plan.table_counts
-        self.root = plan.root
-        self.diagram.root = plan.root
         if self.groups is not None:
             g = self.groups
             for p in plan.groups_removed:
@@ -348,12 +368,15 @@ class Lane:
     def forget(self) -> None:
         """Drop unreachable nodes from the builder (and its memo), and the slicer's stale targets."""
         self.builder.forget(set(self.state_of) | {self.empty})
+        pair = self.rootk.default_pair()
         self.slicer.targets.clear()
         self.slicer.target_of.clear()
         self.slicer.no_entry = None if self.no_match_call else self.slicer.target(self.empty, 0)
+        self.rootk.reweigh(pair)
 
     # -- reading ----------------------------------------------------------------------------------
     def all_entries(self) -> Iterable[ir.Entry]:
+        yield from self.rootk.entries.values()
         for es in self.entries.values():
             yield from es
 
@@ -379,31 +402,3 @@ def _merge(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             out.append([lo, hi])
     return [(a, b) for a, b in out]
-
-
-def _splice(root, pieces, emit: bool) -> tuple[list, list | None]:
-    """The root's edges with ``pieces`` (span, its new edges) put in place of what they cover."""
-    edges: list = []
-    emits: list[int] = []
-    old = list(zip(root.edges, root.emits or (0,) * len(root.edges)))
-    i = 0
-    for a, b, new_edges, new_emits in pieces:
-        while i < len(old) and old[i][0][1] < a:  # old edges wholly before the span
-            edges.append(old[i][0])
-            emits.append(old[i][1])
-            i += 1
-        if i < len(old) and old[i][0][0] < a:  # the part of an old edge before the span
-            lo, _, child = old[i][0]
-            edges.append((lo, a - 1, child))
-            emits.append(old[i][1])
-        edges.extend(new_edges)
-        emits.extend(new_emits or (0,) * len(new_edges))
-        while i < len(old) and old[i][0][1] <= b:  # old edges inside the span
-            i += 1
-        if i < len(old) and old[i][0][0] <= b:  # an old edge that runs past the span: keep its tail
-            _, hi, child = old[i][0]
-            old[i] = ((b + 1, hi, child), old[i][1])
-    for (e, m) in old[i:]:
-        edges.append(e)
-        emits.append(m)
-    return edges, emits if emit else None

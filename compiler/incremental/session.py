@@ -216,12 +216,12 @@ class Incremental:
         total = 0
         for i, lane in enumerate(self.lanes):
             plan = plans.get(i)
-            if plan is None or not plan.died:
+            if plan is None or not plan.changed:
                 total += sum(lane.table_counts.values())
                 continue
             total += sum(plan.table_counts.values())
-            old += [e for n in plan.died for e in lane.entries[lane.state_of[n]]]
-            new += [e for es in plan.entries.values() for e in es]
+            old += plan.old_entries
+            new += plan.new_entries
             if lane.groups is not None and (plan.groups_added or plan.groups_removed):
                 delta.groups_added, delta.groups_modified, delta.groups_deleted = diff_groups(
                     [ir.MulticastGroup(g, p) for p, g in plan.groups_removed.items()],
@@ -314,10 +314,12 @@ class Incremental:
         old = self.pipeline()
         rule_set = ast.RuleSet(tuple(r for r, n in rules.items() for _ in range(n)))
         options = self.options
-        if not options.field_order and old.lanes == 1:
-            # Keep the old field order (the control order of the program) for the fields still tested.
+        order = options.field_order or (old.field_order if old.lanes == 1 else ())
+        if order:
+            # Keep the field order (the old program's control order, or the one asked for) for the
+            # fields the new rules still test: a field no rule tests any more cannot be ordered.
             tested = check_rules(rule_set, self.base_spec, port_bits=options.port_bits).match_fields
-            options = dataclasses.replace(options, field_order=tuple(f for f in old.field_order if f in tested))
+            options = dataclasses.replace(options, field_order=tuple(f for f in order if f in tested))
         compiled = compile_rules(self.base_spec, rule_set, options)
         new = compiled.pipeline
         delta = diff_pipelines(old, new)

@@ -180,6 +180,39 @@ def test_any_rules_update_correctly_incrementally_or_by_fallback(rules, ops, pac
         assert update.incremental or update.reason
 
 
+qty_rule = st.builds(
+    lambda qop, q, pop, px, ports: ast.Rule(ast.And((ast.Comparison(ast.Field("m.qty"), qop, ast.Number(q)),
+                                                    ast.Comparison(ast.Field("m.px"), pop, ast.Number(px)))),
+                                           (ast.Forward(tuple(sorted(ports))),)),
+    st.sampled_from(["==", "!=", "<", ">", "<=", ">="]), st.integers(0, 255), st.sampled_from(["<", ">", "!="]),
+    st.sampled_from(PX), st.lists(st.integers(1, 6), min_size=1, max_size=2, unique=True))
+# several rules in and out at once: (rules to add, how many current rules to remove, from where)
+batches = st.lists(st.tuples(st.lists(qty_rule, max_size=3), st.integers(0, 2), st.integers(0, 1000)),
+                   min_size=1, max_size=5)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(qty_rule, min_size=1, max_size=12), batches, st.lists(packet, min_size=1, max_size=12),
+       st.sampled_from([("groups", None), ("bitmap", 1)]))
+def test_a_range_root_changes_in_regions_and_batches_of_rules(rules, ops, packets, layout) -> None:
+    """The root is a range field (m.qty first); '!=' gives a rule two root intervals, and several
+    rules change at once: several spans, regions merged with their neighbours, the default kept or
+    moved. Every step is checked as above."""
+    options = CompileOptions(delivery=layout[0], lanes=layout[1], field_order=("m.qty", "m.px"),
+                             tables=TableOptions(min_state_bits=10))
+    inc = Incremental.compile(SPEC, ast.RuleSet(tuple(rules)), options)
+    current = list(rules)
+    for add, k, where in ops:
+        gone = [current.pop(where % len(current)) for _ in range(min(k, len(current)))]
+        current += add
+        before, kept = inc.pipeline(), snapshot(inc)
+        update = inc.update(add=add, remove=gone)
+        assert Counter(inc.rule_set().rules) == Counter(current)
+        check_step(before, inc, update, packets)
+        if update.incremental and kept is not None:
+            untouched_keep_states(kept, inc)
+
+
 def _itch(n: int, seed: int) -> list[ast.Rule]:
     rng = random.Random(seed)
     f = ast.Field
