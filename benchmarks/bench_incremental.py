@@ -12,6 +12,7 @@ rule files (parsing, reading the old pipeline back, writing), which the API does
     .venv/bin/python benchmarks/bench_incremental.py                   # ITCH 100k, auto layout
     .venv/bin/python benchmarks/bench_incremental.py --delivery groups --cli
     .venv/bin/python benchmarks/bench_incremental.py --filters 10000 --quick
+    .venv/bin/python benchmarks/bench_incremental.py --workload hicn     # a root 200k edges wide
 
 Timings on a shared machine are noisy: compare medians, and runs made under similar load.
 """
@@ -29,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.bench_compile import itch_rules, spec  # noqa: E402
+from benchmarks.bench_compile import hicn_rules, itch_rules, spec  # noqa: E402
 from compiler.compile import CompileOptions, compile_rules  # noqa: E402
 from compiler.incremental import Incremental  # noqa: E402
 
@@ -52,12 +53,16 @@ def summary(name: str, updates: list) -> dict:
                                   for u in updates)}
 
 
-def bench_api(n: int, changes: int, options: CompileOptions, seed: int) -> tuple[Incremental, object]:
-    rules = itch_rules(n)
+WORKLOADS = {"itch": itch_rules, "hicn": hicn_rules}
+
+
+def bench_api(n: int, changes: int, options: CompileOptions, seed: int, workload: str = "itch") -> tuple[Incremental, object]:
+    make = WORKLOADS[workload]
+    rules = make(n)
     t = time.perf_counter()
     compiled = compile_rules(spec(), rules, options)
     full = time.perf_counter() - t
-    print(json.dumps({"filters": n, "full_compile_s": round(full, 2), "delivery": compiled.stats["delivery"],
+    print(json.dumps({"workload": workload, "filters": n, "full_compile_s": round(full, 2), "delivery": compiled.stats["delivery"],
                       "lanes": compiled.stats["lanes"], "entries": compiled.stats["total_entries"],
                       "states": compiled.stats["states"], "multicast_groups": compiled.stats["multicast_groups"]}),
           flush=True)
@@ -66,11 +71,12 @@ def bench_api(n: int, changes: int, options: CompileOptions, seed: int) -> tuple
     print(json.dumps({"incremental_state_setup_s": round(time.perf_counter() - t, 2), "incremental": inc.incremental,
                       "why_not": inc.why_not}), flush=True)
     rng = random.Random(seed)
-    fresh = itch_rules(changes, seed=seed + 1000).rules
+    fresh = make(changes, seed=seed + 1000).rules
     adds, removes = [], []
+    gone = rng.sample(range(n), changes)  # distinct filters of the original set
     for i in range(changes):
         adds.append(inc.update(add=[fresh[i]]))
-        removes.append(inc.update(remove=[rules.rules[rng.randrange(n)]]))  # the seed-1 set has no duplicates to speak of
+        removes.append(inc.update(remove=[rules.rules[gone[i]]]))
     print(json.dumps(summary("add one filter", adds)), flush=True)
     print(json.dumps(summary("remove one filter", removes)), flush=True)
     t = time.perf_counter()
@@ -117,9 +123,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--cli", action="store_true", help="also time compile --update on rule files")
     ap.add_argument("--quick", action="store_true", help="10 changes")
+    ap.add_argument("--workload", choices=sorted(WORKLOADS), default="itch",
+                    help="itch (stock, price: the target) or hicn (one exact field: a root 2n edges wide)")
     args = ap.parse_args()
     changes = 10 if args.quick else args.changes
-    bench_api(args.filters, changes, CompileOptions(delivery=args.delivery), args.seed)
+    bench_api(args.filters, changes, CompileOptions(delivery=args.delivery), args.seed, args.workload)
     if args.cli:
         bench_cli(args.filters, args.delivery)
 

@@ -153,7 +153,8 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
     ir.save(pipeline, out / "pipeline.json")
     stats = {**stats, "update": update.to_json()}
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-    sources = {"spec": str(Path(spec_path).resolve()) if spec_path else None, "rules": str(Path(rules_path).resolve()),
+    sources = {"spec": str(Path(spec_path).resolve()) if spec_path else _old_source(old_out, "spec"),
+               "rules": str(Path(rules_path).resolve()),
                "updated_from": str(old_out.resolve()), **keep_rules(Path(rules_path), out)}
     (out / "sources.json").write_text(json.dumps(sources, indent=2) + "\n", encoding="utf-8")
     keep_lanes(members, out)
@@ -171,6 +172,14 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
               f"{out} as a new program, not delta.json", file=sys.stderr)
     print(f"wrote {out / 'pipeline.json'} and {out / 'delta.json'}")
     return 0
+
+
+def _old_source(old_out: Path, key: str) -> str | None:
+    try:
+        value = json.loads((old_out / "sources.json").read_text(encoding="utf-8")).get(key)
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _backend(args):

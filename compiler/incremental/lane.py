@@ -136,15 +136,23 @@ class Lane:
         self.level_names = {lv.field.name for lv in self.levels}
 
     # -- residuals --------------------------------------------------------------------------------
-    def residual(self, cube: tuple, actions: tuple) -> int | None:
-        """The root residual of a cube (None for a cube that gives nothing: a drop rule)."""
+    def residual(self, cube: tuple, actions: tuple, changing: bool = False) -> int | None:
+        """The root residual of a cube (None for a cube that gives nothing: a drop rule).
+
+        A cube that tests a field the lane has no stage for is interned without that constraint, so
+        its residual may stand for other cubes too: it is *flagged*, a rebuild that meets it falls
+        back, and so does adding or removing such a cube (``changing``)."""
         items = self.builder.items(actions)
         if not items:
             return None
         placed = dict(cube)
         r = self.builder.residual(placed, items)
         if not self.level_names.issuperset(placed):
-            self.flagged.add(r)  # the lane has no stage for one of its fields: a rebuild cannot place it
+            if changing:
+                raise Fallback("a rule tests a field that has no table in this program")
+            self.flagged.add(r)
+        elif changing and r in self.flagged:
+            raise Fallback("a rule's residual is shared with one that tests a field with no table")
         return r
 
     def intervals(self, r: int) -> tuple[tuple[int, int], ...]:

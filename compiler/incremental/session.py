@@ -256,7 +256,7 @@ class Incremental:
             lane = self.assignment.holder(r, taken)
             moves.append((r, lane, -1))
             for cube, actions in bdd.rule_cubes(typed_remove, limit, (i,)):
-                res = self.lanes[lane].residual(cube, actions)
+                res = self.lanes[lane].residual(cube, actions, changing=True)
                 if res is not None:
                     changes[lane][res] -= 1
         lane_fields = [lane.level_names for lane in self.lanes]
@@ -269,7 +269,7 @@ class Incremental:
             given[lane] += 1
             moves.append((r, lane, 1))
             for cube, actions in cubes:
-                res = self.lanes[lane].residual(cube, actions)
+                res = self.lanes[lane].residual(cube, actions, changing=True)
                 if res is not None:
                     changes[lane][res] += 1
         return changes, moves

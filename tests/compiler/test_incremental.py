@@ -435,3 +435,24 @@ def test_cli_update_errors_exit_2(tmp_path, capsys) -> None:
     assert "needs the new rule file" in capsys.readouterr().err
     assert main(["compile", str(tmp_path / "r.sub"), "-o", str(tmp_path / "o")]) == 2
     assert "needs SPEC and RULES" in capsys.readouterr().err
+
+
+def test_a_field_without_a_stage_is_not_conflated_away() -> None:
+    """Two rules that together make m.tag irrelevant: the program has no m.tag stage. Removing one
+    of them makes m.tag matter again; the update must not mistake its cube for the other's."""
+    sym, tag = ast.Field("m.sym"), ast.Field("m.tag")
+    either = [ast.Rule(ast.Or((ast.Comparison(sym, "==", ast.String("AB")), ast.Comparison(tag, op, ast.String("AB")))),
+                       (ast.Forward((1, 6)),)) for op in ("!=", "==")]
+    plain = ast.Rule(ast.Comparison(sym, "==", ast.String("AB")), (ast.Forward((1, 6)),))
+    for gone in (either[0], plain):
+        inc = Incremental.compile(SPEC, ast.RuleSet(tuple(either + [plain])), CompileOptions(delivery="groups"))
+        assert not any(t.attribute == "m.tag" for t in inc.pipeline().tables)
+        update = inc.update(remove=[gone])
+        assert verify(inc.pipeline(), check_rules(inc.rule_set(), SPEC)).equivalent, update.to_json()
+    narrower = ast.Rule(ast.And((ast.Comparison(sym, "==", ast.String("AB")), ast.Comparison(tag, "!=", ast.String("AB")))),
+                        (ast.Forward((1, 6)),))
+    inc = Incremental.compile(SPEC, ast.RuleSet((plain, narrower)), CompileOptions(delivery="groups"))
+    assert not any(t.attribute == "m.tag" for t in inc.pipeline().tables)
+    update = inc.update(remove=[plain])  # its residual is the narrower rule's without m.tag
+    assert not update.incremental
+    assert verify(inc.pipeline(), check_rules(inc.rule_set(), SPEC)).equivalent
