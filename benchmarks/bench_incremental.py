@@ -60,13 +60,15 @@ def summary(name: str, updates: list) -> dict:
 WORKLOADS = {"itch": itch_rules, "hicn": hicn_rules}
 
 
-def bench_api(n: int, changes: int, options: CompileOptions, seed: int, workload: str = "itch") -> tuple[Incremental, object]:
+def bench_api(n: int, changes: int, options: CompileOptions, seed: int,
+              workload: str = "itch") -> tuple[Incremental, object]:
     make = WORKLOADS[workload]
     rules = make(n)
     t = time.perf_counter()
     compiled = compile_rules(spec(), rules, options)
     full = time.perf_counter() - t
-    print(json.dumps({"workload": workload, "filters": n, "full_compile_s": round(full, 2), "delivery": compiled.stats["delivery"],
+    print(json.dumps({"workload": workload, "filters": n, "full_compile_s": round(full, 2),
+                      "delivery": compiled.stats["delivery"],
                       "lanes": compiled.stats["lanes"], "entries": compiled.stats["total_entries"],
                       "states": compiled.stats["states"], "multicast_groups": compiled.stats["multicast_groups"]}),
           flush=True)
@@ -86,7 +88,8 @@ def bench_api(n: int, changes: int, options: CompileOptions, seed: int, workload
     t = time.perf_counter()
     inc.pipeline()
     print(json.dumps({"materialize_pipeline_ms": round(1000 * (time.perf_counter() - t), 2),
-                      "note": "the whole new Pipeline IR from the kept entries (not needed for the delta)"}), flush=True)
+                      "note": "the whole new Pipeline IR from the kept entries (not needed for the delta)"}),
+          flush=True)
     return inc, compiled
 
 

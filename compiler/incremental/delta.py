@@ -21,6 +21,7 @@ FORMAT = 1
 
 
 def entry_key(e: ir.Entry) -> tuple:
+    """How P4Runtime and BF Runtime identify an entry: table, match, priority."""
     return e.table, e.matches, e.priority
 
 

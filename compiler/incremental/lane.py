@@ -11,22 +11,23 @@ root-field intervals (the *spans*): the root's edges there are swept again from 
 alive in the span (:meth:`compiler.bdd._Builder._sweep`), and the root's other edges are kept
 (:mod:`compiler.incremental.root`: the root's cost is the regions it changes, not its width).
 The new root's new descendants are found by reference counting (one reference per edge), as are
-the nodes no longer reachable; only those, and the root's changed regions, change entries. A born node takes the state id of the dead node it
-replaces where the two diagrams are walked in parallel (same level, same values), so its entries
-mostly keep their keys and the delta is modifications; other born nodes take freed ids, then
-fresh ones. Planning changes nothing that a failed check would have to undo; the plan raises
+the nodes no longer reachable; only those, and the root's changed regions, change entries. A born
+node takes the state id of the dead node it replaces where the two diagrams are walked in parallel
+(same level, same values), so its entries mostly keep their keys and the delta is modifications;
+other born nodes take freed ids, then fresh ones. Planning changes nothing (but append-only
+interning) that a failed check would have to undo; the plan raises
 :class:`~compiler.incremental.fallback.Fallback` when the old program cannot hold the result.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import ChainMap, Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from compiler import ir
 from compiler.dnf import ActionSet
-from compiler.errors import CompileError
 from compiler.incremental.builder import IncrementalBuilder
 from compiler.incremental.fallback import Fallback
 from compiler.incremental.ids import IdPool
@@ -35,12 +36,6 @@ from compiler.incremental.reconstruct import LaneImage
 from compiler.incremental.root import Root, RootPlan
 from compiler.spec import Spec
 from compiler.tables import GROUP_WIDTH, TableOptions, node_slicer
-
-EntryKey = tuple  # (table, matches, priority): how P4Runtime and BF Runtime identify an entry
-
-
-def entry_key(e: ir.Entry) -> EntryKey:
-    return e.table, e.matches, e.priority
 
 
 @dataclass
@@ -113,8 +108,8 @@ class Lane:
             self.ids.commit([sid], ())
             self.state_of[self.empty] = sid
             self.entries[sid] = []
-        self.slicer = node_slicer(self.diagram, spec, TableOptions(**{**tables.__dict__, "min_state_bits": state_width}),
-                                  lane, delivery, self.state_of)
+        options = dataclasses.replace(tables, min_state_bits=state_width)
+        self.slicer = node_slicer(self.diagram, spec, options, lane, delivery, self.state_of)
         self.slicer.empty_leaf = self.empty
         self.slicer.no_entry = None if no_match_call else self.slicer.target(self.empty, 0)
         self.root_state = self.state_of[self.root]

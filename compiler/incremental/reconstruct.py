@@ -111,7 +111,8 @@ def read_lane(pipeline: ir.Pipeline, lane: int, fields: dict[str, QueryField],
     """Lane ``lane`` of ``pipeline`` as a diagram (see the module docstring). ``fields``: the
     diagram fields by name (the typed rules' match fields)."""
     prefix = ir.lane_prefix(lane)
-    tables = {t.name: t for t in pipeline.tables if t.lane == lane and t.role in ("field", "miss", "leaf", "call", "code")}
+    roles = ("field", "miss", "leaf", "call", "code")
+    tables = {t.name: t for t in pipeline.tables if t.lane == lane and t.role in roles}
     if any(t.role == "code" for t in tables.values()):
         raise Fallback("a compressed field domain (its code table is shared by every node of the level)")
     by_table: dict[str, list[ir.Entry]] = {name: [] for name in tables}

@@ -24,14 +24,11 @@ from dataclasses import dataclass, field
 
 from compiler import ir
 from compiler.bdd import Diagram, Node
+from compiler.incremental.delta import entry_key
 from compiler.incremental.fallback import Fallback
 from compiler.incremental.reconstruct import Level
 
 Edge = tuple[int, int, int]
-
-
-def entry_key(e: ir.Entry) -> tuple:
-    return e.table, e.matches, e.priority
 
 
 @dataclass

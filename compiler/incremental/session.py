@@ -8,8 +8,8 @@ root residuals, and lets each lane plan its part; the delta comes from the nodes
 
 When the incremental path cannot keep the old program (:class:`~compiler.incremental.fallback.Fallback`:
 a new field or header, another guard, a port outside the bitmap, a state or group id past its
-width, a table past its size, a field's match kind, the root losing its stage, several lanes, a
-widened pipeline, compressed domains), the update runs a full compile of the new rules with the old
+width, a table past its size, a field's match kind, the root losing its stage, several lanes
+without their rules' assignment, a widened pipeline, compressed domains), the update runs a full compile of the new rules with the old
 program's options (``compile --like``), diffs the pipelines, says why in :attr:`Update.reason`, and
 starts again from the new pipeline. :attr:`Update.program_changed` then says whether the delta
 still installs as entry changes.
@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from compiler import bdd, ir, validity
@@ -53,8 +53,8 @@ class Update:
     entries_of_changed_nodes: int = 0  # entries of the nodes that died or were born (bounds the delta)
 
     def to_json(self) -> dict:
-        return {"incremental": self.incremental, "fallback_reason": self.reason, "program_changed": self.program_changed,
-                "seconds": round(self.seconds, 6), "rebuilt_root_edges": self.rebuilt_root_edges,
+        return {"incremental": self.incremental, "fallback_reason": self.reason,
+                "program_changed": self.program_changed, "seconds": round(self.seconds, 6), "rebuilt_root_edges": self.rebuilt_root_edges,
                 "nodes_born": self.nodes_born, "nodes_died": self.nodes_died,
                 "entries_of_changed_nodes": self.entries_of_changed_nodes, **self.delta.counts()}
 
@@ -226,7 +226,8 @@ class Incremental:
                 delta.groups_added, delta.groups_modified, delta.groups_deleted = diff_groups(
                     [ir.MulticastGroup(g, p) for p, g in plan.groups_removed.items()],
                     [ir.MulticastGroup(g, p) for p, g in plan.groups_added.items()])
-                if len(lane.groups.id_of) + len(plan.groups_added) - len(plan.groups_removed) > self.options.budget.groups:
+                groups = len(lane.groups.id_of) + len(plan.groups_added) - len(plan.groups_removed)
+                if groups > self.options.budget.groups:
                     raise Fallback(f"more multicast groups than the budget of {self.options.budget.groups}")
         if total > self.options.budget.entries:
             raise Fallback(f"{total} entries pass the budget of {self.options.budget.entries}")

@@ -429,7 +429,8 @@ def test_cli_update_errors_exit_2(tmp_path, capsys) -> None:
     from compiler.cli import main
 
     (tmp_path / "r.sub").write_text('msg.stock == "S1": fwd(1);\n')
-    assert main(["compile", "--update", str(tmp_path / "nowhere"), str(tmp_path / "r.sub"), "-o", str(tmp_path / "o")]) == 2
+    nowhere, out = str(tmp_path / "nowhere"), str(tmp_path / "o")
+    assert main(["compile", "--update", nowhere, str(tmp_path / "r.sub"), "-o", out]) == 2
     assert "no such file" in capsys.readouterr().err
     assert main(["compile", "--update", str(tmp_path / "nowhere"), "-o", str(tmp_path / "o")]) == 2
     assert "needs the new rule file" in capsys.readouterr().err
@@ -449,8 +450,8 @@ def test_a_field_without_a_stage_is_not_conflated_away() -> None:
         assert not any(t.attribute == "m.tag" for t in inc.pipeline().tables)
         update = inc.update(remove=[gone])
         assert verify(inc.pipeline(), check_rules(inc.rule_set(), SPEC)).equivalent, update.to_json()
-    narrower = ast.Rule(ast.And((ast.Comparison(sym, "==", ast.String("AB")), ast.Comparison(tag, "!=", ast.String("AB")))),
-                        (ast.Forward((1, 6)),))
+    narrower = ast.Rule(ast.And((ast.Comparison(sym, "==", ast.String("AB")),
+                                 ast.Comparison(tag, "!=", ast.String("AB")))), (ast.Forward((1, 6)),))
     inc = Incremental.compile(SPEC, ast.RuleSet((plain, narrower)), CompileOptions(delivery="groups"))
     assert not any(t.attribute == "m.tag" for t in inc.pipeline().tables)
     update = inc.update(remove=[plain])  # its residual is the narrower rule's without m.tag
