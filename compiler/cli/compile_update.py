@@ -100,7 +100,7 @@ def run_update(args, options: CompileOptions, spec_path: str | None, rules_path:
 
 
 def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path: str) -> int:
-    from compiler.compile import compile_rules
+    from compiler.compile import compile_rules, like
     from compiler.spec_reader import read_spec
 
     old_out, out = Path(args.update), Path(args.out)
@@ -125,7 +125,7 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
         print(f"note: {old_out} keeps no copy of its rules ({RULES_COPY}): full compile, delta by diffing",
               file=sys.stderr)
         t = time.perf_counter()
-        compiled = compile_rules(spec, new_rules, options)
+        compiled = compile_rules(spec, new_rules, like(old, options))  # the old program's layout, widths, sizes
         update = Update(diff_pipelines(old, compiled.pipeline), False, f"{old_out} has no copy of its rules",
                         not same_program(old, compiled.pipeline))
         pipeline, stats = compiled.pipeline, compiled.stats

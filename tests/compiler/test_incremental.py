@@ -457,3 +457,24 @@ def test_a_field_without_a_stage_is_not_conflated_away() -> None:
     update = inc.update(remove=[plain])  # its residual is the narrower rule's without m.tag
     assert not update.incremental
     assert verify(inc.pipeline(), check_rules(inc.rule_set(), SPEC)).equivalent
+
+
+def test_cli_update_from_an_output_without_its_rules_compiles_in_full_and_diffs(tmp_path, capsys) -> None:
+    """An OLD_OUT written before compiles kept their rules (or whose rules changed in place since):
+    no incremental state, so a full compile with the old program's options, and the delta by diffing."""
+    from compiler.cli import main
+    from compiler.incremental import delta as delta_file
+
+    (tmp_path / "s.p4").write_text(CLI_SPEC)
+    rules = _cli_rules(30, 3)
+    (tmp_path / "r.sub").write_text("\n".join(rules) + "\n")
+    assert main(["compile", str(tmp_path / "s.p4"), str(tmp_path / "r.sub"), "-o", str(tmp_path / "v1")]) == 0
+    (tmp_path / "v1" / "compiled_rules.sub").unlink()
+    (tmp_path / "r.sub").write_text("\n".join(rules[3:]) + "\n")  # edited in place: the SHA-256 differs
+    capsys.readouterr()
+    assert main(["compile", "--update", str(tmp_path / "v1"), str(tmp_path / "r.sub"), "-o", str(tmp_path / "v2")]) == 0
+    assert "keeps no copy of its rules" in capsys.readouterr().err
+    info = __import__("json").loads((tmp_path / "v2" / "delta.json").read_text())
+    assert not info["incremental"] and info["fallback_reason"] and not info["program_changed"]
+    entries, _ = replay(ir.load(tmp_path / "v1"), delta_file.load(tmp_path / "v2" / "delta.json"))
+    assert entries == {(e.table, e.matches, e.priority): e for e in ir.load(tmp_path / "v2").entries}
