@@ -478,3 +478,36 @@ def test_cli_update_from_an_output_without_its_rules_compiles_in_full_and_diffs(
     assert not info["incremental"] and info["fallback_reason"] and not info["program_changed"]
     entries, _ = replay(ir.load(tmp_path / "v1"), delta_file.load(tmp_path / "v2" / "delta.json"))
     assert entries == {(e.table, e.matches, e.priority): e for e in ir.load(tmp_path / "v2").entries}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS[:3])
+def test_rules_that_call_user_actions_update_in_every_layout(layout) -> None:
+    """Calls go to leaves (call tables, and in a bitmap layout the leaf's or_ports for their ports),
+    and stay in lane 0."""
+    from tests.compiler.specs import make_spec
+
+    spec = make_spec({"m.sym": (32, {"match_kind": "exact", "is_string": True}),
+                      "m.px": (16, {"match_kind": "range", "scale": 2}),
+                      "m.qty": (8, {"match_kind": "range"})}, actions={"mark": (8,)})
+    rng = random.Random(21)
+
+    def one(i: int) -> ast.Rule:
+        text = (f'm.sym == "{rng.choice(SYMS)}" and m.px > {rng.randint(1, 600)} and m.qty < {rng.randint(1, 250)}'
+                f' : {"mark(7), " if i % 3 == 0 else ""}fwd({rng.randint(1, 6)});')
+        return parse_rules(text).rules[0]
+
+    rules = [one(i) for i in range(60)] + [parse_rules(f'm.qty > {p} : fwd({p});').rules[0] for p in range(1, 7)]
+    options = CompileOptions(delivery=layout[0], lanes=layout[1], tables=TableOptions(min_state_bits=12))
+    inc = Incremental.compile(spec, ast.RuleSet(tuple(rules)), options)
+    assert inc.incremental, inc.why_not
+    incremental = 0
+    for i in range(24):
+        before = inc.pipeline()
+        update = inc.update(add=[one(i)]) if i % 2 == 0 else inc.update(remove=[rng.choice(list(inc.rules))])
+        incremental += update.incremental
+        after = inc.pipeline()
+        entries, groups = replay(before, update.delta)
+        assert entries == {(e.table, e.matches, e.priority): e for e in after.entries}
+        assert groups == {g.id: tuple(g.ports) for g in after.multicast_groups}
+        assert verify(after, check_rules(inc.rule_set(), spec)).equivalent
+    assert incremental >= 20
