@@ -227,6 +227,9 @@ def read_lane(pipeline: ir.Pipeline, lane: int, fields: dict[str, QueryField],
     missing = [s for s in targets if s not in d.nodes and s not in d.leaves]
     if missing:
         raise Fallback(f"entries lead to state {missing[0]}, which has nothing")
+    real = set(level_of) | leaf_states
     reachable = d.reachable()
-    state_of = {n: n for n in reachable if n != empty or empty in level_of or empty in targets or empty in entries}
+    state_of = {n: n for n in reachable if n in real}
+    if len(state_of) != len(real):
+        raise Fallback("entries of states that the root does not reach")
     return LaneImage(levels, d, state_of, {s: entries.get(s, []) for s in state_of.values()}, empty, next_id, tables)

@@ -76,11 +76,29 @@ class Root:
         self.wide: Counter = Counter()
         for edge, e in zip(self.edges, self.emits):
             self._weigh(edge, e, 1, self.weight, self.wide)
-        # The default the installed entries use: known when the slicer makes the same entries again.
+        self.default = self._installed_default(entries)
+
+    def _installed_default(self, entries: list[ir.Entry]) -> int | None:
+        """The target the installed miss entry sends the root to (no miss entry: the empty leaf),
+        when the other entries are exactly the non-default edges' (else None: remake them all)."""
+        slicer, lv = self.slicer, self.level
+        if lv.kind not in ("exact", "range"):
+            return None
+        misses = [e for e in entries if e.table == lv.miss]
+        default = slicer.no_entry if not misses else None
+        for t in self.weight if misses else ():
+            slicer.entries = []
+            slicer.add(lv.miss, (ir.Exact(self.state),), t)
+            if slicer.entries == misses:
+                default = t
+                break
         slicer.entries = []
-        default = slicer.node_entries(node_id, level.field, level.kind, level.table, level.miss)
-        made, slicer.entries = slicer.entries, []
-        self.default = default if set(made) == set(entries) else None
+        if default is None:
+            return None
+        saved = slicer.state_of
+        made = self._region_entries(list(zip(self.edges, self.emits)), default, saved)
+        slicer.state_of, slicer.entries = saved, []
+        return default if set(made) | set(misses) == set(entries) else None
 
     def _weigh(self, edge: Edge, emit: int, sign: int, weight, wide) -> int:
         lo, hi, child = edge
@@ -212,9 +230,9 @@ class Root:
 
         def w(t: int) -> int:
             return weight.get(t, self.weight.get(t, 0)) + (1 if t == self.slicer.no_entry else 0)
+        if weight.get(cur, self.weight.get(cur, 0)) <= 0:
+            return None  # no edge goes to the default any more
         mine = w(cur)
-        if mine <= 0:
-            return None
         if mine < self.weight.get(cur, 0) + (1 if cur == self.slicer.no_entry else 0):
             rivals = set(self.weight) | set(weight)  # the default lost weight: any target may beat it now
         else:
