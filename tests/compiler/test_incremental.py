@@ -414,6 +414,16 @@ def test_cli_update_writes_the_new_pipeline_and_a_delta_that_takes_the_old_one_t
     assert new.tables == old.tables
     typed = check_rules(__import__("compiler.lang", fromlist=["read_rules"]).read_rules(tmp_path / "r.sub"), new.spec)
     assert verify(new, typed).equivalent
+    # What the bmv2 installer would write, diffing the two entries.p4rt.json: the same changes.
+    (tmp_path / "r1.sub").write_text("\n".join(rules) + "\n")
+    b1, b2 = str(tmp_path / "b1"), str(tmp_path / "b2")
+    assert main(["compile", str(tmp_path / "s.p4"), str(tmp_path / "r1.sub"), "-o", b1, "--target", "bmv2",
+                 "--delivery", delivery, "--lanes", lanes]) == 0
+    assert main(["compile", "--update", b1, str(tmp_path / "r.sub"), "-o", b2, "--target", "bmv2"]) == 0
+    d = delta_file.load(tmp_path / "b2" / "delta.json")
+    want = Counter({"INSERT": len(d.added) + len(d.groups_added), "DELETE": len(d.deleted) + len(d.groups_deleted),
+                    "MODIFY": len(d.modified) + len(d.groups_modified)})
+    assert bmv2_plan(tmp_path / "b1", tmp_path / "b2") == +want and sum(want.values()) > 0
     # A second update chains from v2 (its own copy of the rules).
     (tmp_path / "r2.sub").write_text("\n".join(edited[5:]) + "\n")
     assert main(["compile", "--update", str(tmp_path / "v2"), str(tmp_path / "s.p4"), str(tmp_path / "r2.sub"),
@@ -423,6 +433,17 @@ def test_cli_update_writes_the_new_pipeline_and_a_delta_that_takes_the_old_one_t
     assert __import__("json").loads((tmp_path / "v3" / "delta.json").read_text())["incremental"]
     assert verify(ir.load(tmp_path / "v3"), check_rules(__import__("compiler.lang", fromlist=["read_rules"]).read_rules(
         tmp_path / "r2.sub"), new.spec)).equivalent
+
+
+def bmv2_plan(old_out, new_out) -> Counter:
+    """The operations backends/bmv2/update_plan.py plans from one entries.p4rt.json to another."""
+    import json
+
+    from backends.bmv2 import update_plan
+
+    def entities(out):
+        return [u["entity"] for u in json.loads((out / "entries.p4rt.json").read_text())["updates"]]
+    return Counter(op.type for op in update_plan.diff(entities(old_out), entities(new_out)))
 
 
 def test_cli_update_errors_exit_2(tmp_path, capsys) -> None:
