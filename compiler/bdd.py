@@ -366,8 +366,18 @@ class _Builder:
                                         frozenset(v for k, v in values if k == "call")))
         if not objs:
             return self._build(self.levels, objs, 0)
+        edges, emits = self._sweep(level, objs, 0, (1 << self.fields[level].width) - 1)
+        return self._node(level, edges, emits)
+
+    def _sweep(self, level: int, objs: frozenset[int] | set[int], start: int,
+               stop: int) -> tuple[list[Edge], list[int] | None]:
+        """The edges a node over ``objs`` has on ``[start, stop]`` of its field, children built
+        (and with outputs on edges, the emission of each edge; else None). A full node sweeps the
+        whole domain; an incremental update (:mod:`compiler.incremental`) sweeps only the span of
+        the root whose rules changed, with intervals clipped to it."""
         cons, nxt = self._res_cons[level], self._res_next[level]
-        top = (1 << self.fields[level].width) - 1
+        top = stop
+        clip = start > 0 or stop < (1 << self.fields[level].width) - 1
         if self.max_edges is not None:
             # Work per node grows with the rules it carries: bound that too, not only the edges made.
             self.work += len(objs)
@@ -416,15 +426,19 @@ class _Builder:
                     counts[o] = n + 1
             else:
                 for lo, hi in c.intervals:
+                    if clip:
+                        if hi < start or lo > stop:
+                            continue
+                        lo, hi = max(lo, start), min(hi, stop)
                     events.append((lo, 1, r))
                     if hi < top:
                         events.append((hi + 1, -1, r))
         if not events and not decided:
-            return self._build(level + 1, frozenset(counts), hsum)
+            return [(start, stop, self._build(level + 1, frozenset(counts), hsum))], [0] if self.emit else None
         events.sort()
         edges: list[Edge] = []
         emits: list[int] = []
-        pos, i, n_events = 0, 0, len(events)
+        pos, i, n_events = start, 0, len(events)
         memo = self._memo[level + 1]
         while pos <= top:
             while i < n_events and events[i][0] == pos:
@@ -450,7 +464,7 @@ class _Builder:
             if pure is not None:
                 emits.append(self._emission(emitted[0]) if emitted[0] else 0)
             pos = end + 1
-        return self._node(level, edges, emits if self.emit else None)
+        return edges, emits if self.emit else None
 
 
 def iter_paths(diagram: Diagram) -> Iterator[tuple[list[tuple[str, int, int]], ActionSet]]:

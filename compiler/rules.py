@@ -253,6 +253,19 @@ class Rule:
                 return a.ports
         return ()
 
+    def __hash__(self) -> int:
+        # Cached: rule multisets (``compile --update`` diffs 100k-rule files) hash each rule several
+        # times, and the dataclass hash walks the whole filter each time.
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.filter, self.actions))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict:
+        # String hashes differ between processes: a pickled rule must not carry its cached hash.
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     def __str__(self) -> str:
         return f"{self.filter} : {', '.join(map(str, self.actions))};"
 

@@ -107,7 +107,10 @@ def build_lanes(diagrams: Sequence[Diagram], spec: Spec | None, delivery: ir.Del
 
 class _Slicer:
     def __init__(self, diagram: Diagram, spec: Spec | None, options: TableOptions, name: str,
-                 lane: int = 0, delivery: ir.Delivery | None = None) -> None:
+                 lane: int = 0, delivery: ir.Delivery | None = None, state_of: dict[int, int] | None = None) -> None:
+        """``state_of``: node -> state id kept by the caller (an incremental update, whose ids stay
+        stable and whose state width is ``options.min_state_bits``); by default dense ids over the
+        reachable diagram, root 0, in breadth-first order by level."""
         self.d = diagram
         self.spec = spec
         self.options = options
@@ -118,9 +121,13 @@ class _Slicer:
         self.delivery = delivery if delivery is not None and delivery.is_bitmap else None
         if diagram.emit and self.delivery is None:
             raise CompileError("a diagram with outputs on edges needs port-bitmap delivery")
-        order = diagram.reachable()
-        self.state_of = {node: i for i, node in enumerate(order)}
-        self.state_width = max(1, (len(order) - 1).bit_length(), options.min_state_bits)
+        if state_of is None:
+            order = diagram.reachable()
+            state_of = {node: i for i, node in enumerate(order)}
+            self.state_width = max(1, (len(order) - 1).bit_length(), options.min_state_bits)
+        else:
+            self.state_width = max(1, options.min_state_bits)
+        self.state_of = state_of
         self.entries: list[ir.Entry] = []
         self.tables: list[ir.Table] = []
         self.metadata: list[ir.Metadata] = [ir.Metadata(self.state_field, self.state_width)]
@@ -236,29 +243,36 @@ class _Slicer:
                                     attribute=info.name))
         self.control.append(base)
         for node in nodes:
-            edges = self.labelled(node)
-            default = self.default_child(edges, kind)
-            s = self.state(node)
-            if kind == "exact":
-                for lo, hi, child in edges:
-                    if child != default:
-                        for v in range(lo, hi + 1):
-                            self.add(base, (ir.Exact(s), ir.Exact(v)), child)
-            elif kind == "range":
-                for lo, hi, child in edges:
-                    if child != default:
-                        self.add(base, (ir.Exact(s), ir.Range(lo, hi)), child, priority=1)
-            else:
-                default, prefixes = ortc(edges, info.width, prefer=default)
-                for value, plen, child in prefixes:
-                    if kind == "lpm":
-                        match: ir.Match = ir.Lpm(value, plen)
-                        self.add(base, (ir.Exact(s), match), child)
-                    else:
-                        mask = ((1 << info.width) - 1) ^ ((1 << (info.width - plen)) - 1)
-                        self.add(base, (ir.Exact(s), ir.Ternary(value, mask)), child, priority=plen + 1)
-            if default != self.no_entry:
-                self.add(miss, (ir.Exact(s),), default)
+            self.node_entries(node, info, kind, base, miss)
+
+    def node_entries(self, node: int, info: QueryField, kind: str, base: str, miss: str) -> int | None:
+        """The entries of one node of a field stage (not compressed): its non-default edges in the
+        field table ``base``, its default in the ``miss`` table. Appended to :attr:`entries`; the
+        default target is returned."""
+        edges = self.labelled(node)
+        default = self.default_child(edges, kind)
+        s = self.state(node)
+        if kind == "exact":
+            for lo, hi, child in edges:
+                if child != default:
+                    for v in range(lo, hi + 1):
+                        self.add(base, (ir.Exact(s), ir.Exact(v)), child)
+        elif kind == "range":
+            for lo, hi, child in edges:
+                if child != default:
+                    self.add(base, (ir.Exact(s), ir.Range(lo, hi)), child, priority=1)
+        else:
+            default, prefixes = ortc(edges, info.width, prefer=default)
+            for value, plen, child in prefixes:
+                if kind == "lpm":
+                    match: ir.Match = ir.Lpm(value, plen)
+                    self.add(base, (ir.Exact(s), match), child)
+                else:
+                    mask = ((1 << info.width) - 1) ^ ((1 << (info.width - plen)) - 1)
+                    self.add(base, (ir.Exact(s), ir.Ternary(value, mask)), child, priority=plen + 1)
+        if default != self.no_entry:
+            self.add(miss, (ir.Exact(s),), default)
+        return default
 
     def validity_stage(self, first: int, end: int, nodes: list[int]) -> None:
         """Levels ``first``..``end - 1``, all header validity bits, as one exact table keyed by the
@@ -412,25 +426,31 @@ class _Slicer:
                                         role="leaf"))
             self.control.append(leaf)
         for state, actions in sorted(leaves):
-            ports = tuple(sorted(actions.ports))
-            if bitmap:
-                if ports:
-                    self.entries.append(ir.Entry(leaf, (ir.Exact(state),), self.named("or_ports"),
-                                                 (sum(1 << self._bit_index[p] for p in ports),)))
-            elif len(ports) == 1:
-                self.entries.append(ir.Entry(leaf, (ir.Exact(state),), "forward", ports))
-            elif ports:
-                self.entries.append(ir.Entry(leaf, (ir.Exact(state),), "multicast", (group_of[ports],)))
-            by_name: dict[str, list[tuple[int, ...]]] = {}
-            for name, args in actions.calls:
-                by_name.setdefault(name, []).append(args)
-            for name, arg_lists in by_name.items():
-                if len(arg_lists) > 1:
-                    raise CompileError(f"rules call {name}() with different arguments {sorted(arg_lists)} and can match "
-                                       "the same packet; a switch can run one call of an action per packet")
-                self.entries.append(ir.Entry(f"call_{sanitize(name)}", (ir.Exact(state),), f"user_{sanitize(name)}",
-                                             arg_lists[0]))
+            self.leaf_entries(state, actions, group_of)
         return tuple(ir.MulticastGroup(group_of[p], p) for p in port_sets)
+
+    def leaf_entries(self, state: int, actions: ActionSet, group_of: dict[tuple[int, ...], int]) -> None:
+        """The entries of one leaf state (with the spec's no-match call already in ``actions``):
+        its ports (a port, a multicast group from ``group_of``, or port bits) and its calls."""
+        leaf = self.named("leaf_actions")
+        ports = tuple(sorted(actions.ports))
+        if self.delivery is not None:
+            if ports:
+                self.entries.append(ir.Entry(leaf, (ir.Exact(state),), self.named("or_ports"),
+                                             (sum(1 << self._bit_index[p] for p in ports),)))
+        elif len(ports) == 1:
+            self.entries.append(ir.Entry(leaf, (ir.Exact(state),), "forward", ports))
+        elif ports:
+            self.entries.append(ir.Entry(leaf, (ir.Exact(state),), "multicast", (group_of[ports],)))
+        by_name: dict[str, list[tuple[int, ...]]] = {}
+        for name, args in actions.calls:
+            by_name.setdefault(name, []).append(args)
+        for name, arg_lists in by_name.items():
+            if len(arg_lists) > 1:
+                raise CompileError(f"rules call {name}() with different arguments {sorted(arg_lists)} and can match "
+                                   "the same packet; a switch can run one call of an action per packet")
+            self.entries.append(ir.Entry(f"call_{sanitize(name)}", (ir.Exact(state),), f"user_{sanitize(name)}",
+                                         arg_lists[0]))
 
     def action_defs(self) -> tuple[ir.Action, ...]:
         state = ir.Param("state", self.state_width)
@@ -561,3 +581,11 @@ def leaf_action_set(pipeline: ir.Pipeline, entry: ir.Entry) -> ActionSet:
         group = next(g for g in pipeline.multicast_groups if g.id == entry.args[0])
         return ActionSet(frozenset(group.ports))
     return ActionSet()
+
+
+def node_slicer(diagram: Diagram, spec: Spec | None, options: TableOptions, lane: int, delivery: ir.Delivery,
+                state_of: dict[int, int]) -> _Slicer:
+    """A slicer that makes entries node by node (:meth:`_Slicer.node_entries`, :meth:`_Slicer.leaf_entries`)
+    over state ids the caller keeps stable across updates (:mod:`compiler.incremental`): the same
+    entries a full compile makes for a node, so that both paths install the same way."""
+    return _Slicer(diagram, spec, options, "p4sub", lane, delivery, state_of)

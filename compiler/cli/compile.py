@@ -24,8 +24,9 @@ TARGETS = ("none", "bmv2", "tofino")
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "compile", "compile subscriptions into a Pipeline IR and a target's P4 program and entries",
                     "p4sub compile apps/itch/itch.p4 apps/itch/rules.sub --target bmv2 -o out")
-    p.add_argument("spec", help="P4 file with the protocol's headers, parser and @query_* annotations")
-    p.add_argument("rules", help="subscription rule file")
+    p.add_argument("spec", nargs="?", help="P4 file with the protocol's headers, parser and @query_* annotations "
+                   "(with --update: optional, default the one in OLD_OUT)")
+    p.add_argument("rules", nargs="?", help="subscription rule file")
     p.add_argument("-o", "--out", required=True, help="output directory (created if missing)")
     p.add_argument("--target", choices=TARGETS, default="none", help="also render this target's program and entries")
     p.add_argument("--field-order", help="comma-separated fields tested first (default: fewest distinct predicates first)")
@@ -58,6 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--like", metavar="OLD_OUT",
                    help="keep the state width and table sizes of a previous compile's output (growing them only "
                         "where needed), so that an update renders the same program and installs as entry changes")
+    p.add_argument("--update", metavar="OLD_OUT",
+                   help="incremental compile: the new rules' pipeline computed from OLD_OUT's and the rule delta, "
+                        "keeping OLD_OUT's program; also writes delta.json (entries and groups to add, modify, delete)")
     p.add_argument("--default", default=None, metavar="drop|fwd(PORT)|table",
                    help="packets that carry no header a rule reads: dropped (default), sent to PORT, or through "
                         "the p4sub_default_l2/_l3 tables the user fills (an L2/L3 hook); with --emit control they are "
@@ -177,6 +181,13 @@ def run(args: argparse.Namespace) -> int:
     from compiler.lang import read_rules
     from compiler.spec_reader import read_spec
 
+    if args.update:
+        from compiler.cli.compile_update import check_update_args, run_update
+
+        spec_path, rules_path = check_update_args(args)
+        return run_update(args, options_from_args(args), spec_path, rules_path)
+    if not args.spec or not args.rules:
+        raise P4subError("compile needs SPEC and RULES (or --update OLD_OUT RULES)")
     include = include_mode(args)
     spec = read_spec(args.spec)
     options = options_from_args(args)
@@ -252,6 +263,10 @@ def run(args: argparse.Namespace) -> int:
                            "delivery": args.delivery, "lanes": args.lanes, "max_lanes": args.max_lanes,
                            "budget": args.budget, "default": args.default, "emit": args.emit,
                            "headers_type": args.headers_type, "instance": args.instance}}
+    from compiler.cli.compile_update import keep_lanes, keep_rules
+
+    sources.update(keep_rules(Path(args.rules), out))  # --update diffs a later rule file against this copy
+    keep_lanes(compiled.lanes.lanes if compiled.lanes and compiled.pipeline.lanes > 1 else None, out)
     (out / "sources.json").write_text(json.dumps(sources, indent=2) + "\n", encoding="utf-8")
     if args.dot:
         from compiler.dot import to_dot

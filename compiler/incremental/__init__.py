@@ -1,0 +1,10 @@
+"""Incremental compile (issue 16 item 1): rules added and removed without rebuilding the rest.
+
+:class:`Incremental` is the API; ``p4sub compile --update OLD_OUT`` is the command line; see
+docs/compiler.md, "Incremental updates".
+"""
+
+from compiler.incremental.delta import Delta, diff_pipelines
+from compiler.incremental.session import Incremental, Update
+
+__all__ = ["Delta", "Incremental", "Update", "diff_pipelines"]

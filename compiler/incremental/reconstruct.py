@@ -1,0 +1,235 @@
+"""Read one lane of a compiled pipeline back into the decision diagram it was sliced from.
+
+The incremental path must start from what is installed, not from a fresh build that might number
+states differently: a later delta names the old pipeline's state ids. The entries hold the whole
+diagram (Camus Algorithm 2 is invertible): a state with entries in field table ``l`` is a node of
+level ``l`` whose edges are its entries' intervals (longest prefix first for lpm and ternary) and
+whose other values go to its miss entry's target, or, with no miss entry, to the empty leaf (the
+state keeps its value, matches nothing further and gets nothing, as the empty leaf does). A state
+with leaf or call entries, or that is a target without entries of its own, is a leaf.
+
+Node ids are the state ids (the empty leaf, when no entry names it, gets a fresh id past them);
+emitted port sets come back from the ``set_state_ports`` bitmaps. What cannot be read back with
+certainty raises :class:`~compiler.incremental.fallback.Fallback`: compressed domains (their code
+tables are shared by all nodes of a level), a state in two levels, two states with one structure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from compiler import ir
+from compiler.bdd import Diagram, Node
+from compiler.dnf import ActionSet
+from compiler.incremental.fallback import Fallback
+from compiler.spec import QueryField
+
+NO_ENTRY = -1  # a value no entry matches: the empty leaf, nothing emitted
+
+
+@dataclass
+class Level:
+    """One field stage of a lane: its field, match kind and the two tables."""
+
+    field: QueryField
+    kind: str
+    table: str
+    miss: str
+
+
+@dataclass
+class LaneImage:
+    levels: list[Level]
+    diagram: Diagram  # node ids = state ids
+    state_of: dict[int, int]  # reachable node -> state id
+    entries: dict[int, list[ir.Entry]]  # state id -> its entries (field and miss, or leaf and call)
+    empty_leaf: int  # node id of the empty leaf (it may have no state: nothing names it)
+    next_id: int  # node ids from here on are free
+    tables: dict[str, ir.Table] = field(default_factory=dict)  # the lane's tables by name
+
+
+def _interval(match: ir.Match, width: int) -> tuple[int, int, int]:
+    """(lo, hi, prefix length or -1) of a field key's match."""
+    top = (1 << width) - 1
+    if isinstance(match, ir.Exact):
+        return match.value, match.value, -1
+    if isinstance(match, ir.Range):
+        return match.lo, match.hi, -1
+    if isinstance(match, ir.Lpm):
+        free = (1 << (width - match.prefix_len)) - 1
+        lo = match.value & ~free & top
+        return lo, lo | free, match.prefix_len
+    plen = bin(match.mask).count("1")
+    lo = match.value & match.mask
+    if match.mask != top ^ ((1 << (width - plen)) - 1):
+        raise Fallback("a ternary entry that is not a prefix")
+    return lo, lo | (top ^ match.mask), plen
+
+
+def _partition(intervals: list[tuple[int, int, int, object]], default: object, top: int,
+               prefixes: bool) -> list[tuple[int, int, object]]:
+    """The value partition entries make: disjoint intervals (exact, range) or nested prefixes (the
+    longest wins), every other value going to ``default``. Adjacent equal targets are merged."""
+    out: list[list] = []
+
+    def emit(lo: int, hi: int, target: object) -> None:
+        if lo > hi:
+            return
+        if out and out[-1][2] == target and out[-1][1] + 1 == lo:
+            out[-1][1] = hi
+        else:
+            out.append([lo, hi, target])
+
+    if not prefixes:
+        pos = 0
+        for lo, hi, _, target in sorted(intervals, key=lambda t: t[0]):
+            if lo < pos:
+                raise Fallback("overlapping entries of one state")
+            emit(pos, lo - 1, default)
+            emit(lo, hi, target)
+            pos = hi + 1
+        emit(pos, top, default)
+        return [tuple(e) for e in out]
+    # Nested prefixes: sweep the boundaries with a stack of the open prefixes (innermost on top).
+    ordered = sorted(intervals, key=lambda t: (t[0], -(t[1] - t[0])))
+    bounds = sorted({0} | {lo for lo, _, _, _ in ordered} | {hi + 1 for _, hi, _, _ in ordered if hi < top})
+    stack: list[tuple[int, int, int, object]] = []
+    i = 0
+    for j, b in enumerate(bounds):
+        while stack and stack[-1][1] < b:
+            stack.pop()
+        while i < len(ordered) and ordered[i][0] == b:
+            stack.append(ordered[i])
+            i += 1
+        end = bounds[j + 1] - 1 if j + 1 < len(bounds) else top
+        emit(b, end, stack[-1][3] if stack else default)
+    return [tuple(e) for e in out]
+
+
+def read_lane(pipeline: ir.Pipeline, lane: int, fields: dict[str, QueryField],
+              no_match_call: str | None) -> LaneImage:
+    """Lane ``lane`` of ``pipeline`` as a diagram (see the module docstring). ``fields``: the
+    diagram fields by name (the typed rules' match fields)."""
+    prefix = ir.lane_prefix(lane)
+    roles = ("field", "miss", "leaf", "call", "code")
+    tables = {t.name: t for t in pipeline.tables if t.lane == lane and t.role in roles}
+    if any(t.role == "code" for t in tables.values()):
+        raise Fallback("a compressed field domain (its code table is shared by every node of the level)")
+    by_table: dict[str, list[ir.Entry]] = {name: [] for name in tables}
+    for e in pipeline.entries:
+        if e.table in by_table:
+            by_table[e.table].append(e)
+    levels: list[Level] = []
+    for name in pipeline.control:
+        t = tables.get(name)
+        if t is not None and t.role == "field":
+            if t.attribute not in fields:
+                raise Fallback(f"the pipeline matches {t.attribute}, which the rules do not test")
+            levels.append(Level(fields[t.attribute], t.keys[1].match_kind, t.name, t.on_miss or ""))
+    set_state, set_ports = prefix + "set_state", prefix + "set_state_ports"
+    delivery = pipeline.delivery
+    emissions: list[frozenset[int]] = [frozenset()]
+    emission_of: dict[frozenset[int], int] = {frozenset(): 0}
+
+    emission_of_bitmap: dict[int, int] = {}
+
+    def target(e: ir.Entry) -> tuple[int, int]:
+        if e.action == set_state:
+            return e.args[0], 0
+        if e.action == set_ports:
+            found = emission_of_bitmap.get(e.args[1])
+            if found is None:
+                ports = delivery.ports_of(e.args[1])
+                if ports not in emission_of:
+                    emission_of[ports] = len(emissions)
+                    emissions.append(ports)
+                found = emission_of_bitmap[e.args[1]] = emission_of[ports]
+            return e.args[0], found
+        raise Fallback(f"entry action {e.action} in a field table")
+
+    entries: dict[int, list[ir.Entry]] = {}
+    level_of: dict[int, int] = {}
+    edges_of: dict[int, list] = {}
+    default_of: dict[int, tuple[int, int]] = {}
+    for l, lv in enumerate(levels):
+        for table in (lv.table, lv.miss):
+            for e in by_table.get(table, ()):
+                s = e.matches[0].value
+                if level_of.setdefault(s, l) != l:
+                    raise Fallback(f"state {s} has entries in two field stages")
+                entries.setdefault(s, []).append(e)
+                if table == lv.table:
+                    lo, hi, plen = _interval(e.matches[1], lv.field.width)
+                    edges_of.setdefault(s, []).append((lo, hi, plen, target(e)))
+                else:
+                    default_of[s] = target(e)
+    # Leaves: what the leaf and call tables give each state.
+    leaf_ports: dict[int, frozenset[int]] = {}
+    leaf_calls: dict[int, set[tuple[str, tuple[int, ...]]]] = {}
+    groups = {g.id: frozenset(g.ports) for g in pipeline.multicast_groups}
+    for name, t in tables.items():
+        if t.role not in ("leaf", "call"):
+            continue
+        user = None
+        if t.role == "call":
+            body = pipeline.action(t.actions[0]).body
+            user = body[0].args[0]
+        for e in by_table[name]:
+            s = e.matches[0].value
+            if s in level_of:
+                raise Fallback(f"state {s} is both a node and a leaf")
+            entries.setdefault(s, []).append(e)
+            if user is not None:
+                leaf_calls.setdefault(s, set()).add((user, tuple(e.args)))
+            elif e.action == "forward":
+                leaf_ports[s] = frozenset(e.args)
+            elif e.action == "multicast":
+                leaf_ports[s] = groups[e.args[0]]
+            else:  # or_ports
+                leaf_ports[s] = delivery.ports_of(e.args[0])
+    targets = {t[0] for s in edges_of for *_, t in edges_of[s]} | {t[0] for t in default_of.values()}
+    leaf_states = (set(leaf_ports) | set(leaf_calls) | targets) - set(level_of)
+    d = Diagram([lv.field for lv in levels], emit=delivery.is_bitmap)
+    d.emissions = emissions
+    empty: int | None = None
+    for s in leaf_states:
+        calls = frozenset(leaf_calls.get(s, ()))
+        if no_match_call and calls == {(no_match_call, ())} and not leaf_ports.get(s):
+            calls = frozenset()  # the spec's @query_default_action: the empty leaf's call
+        actions = ActionSet(leaf_ports.get(s, frozenset()), calls)
+        if actions.is_empty:
+            if empty is not None:
+                raise Fallback("two leaf states without actions")
+            empty = s
+        d.leaves[s] = actions
+    next_id = max([0, *level_of, *leaf_states]) + 1
+    if empty is None:
+        empty, next_id = next_id, next_id + 1
+        d.leaves[empty] = ActionSet()
+    seen: set = set()
+    for s, l in level_of.items():
+        width = levels[l].field.width
+        default = default_of.get(s, (empty, 0) if not no_match_call else None)
+        if default is None:
+            raise Fallback(f"state {s} has no miss entry under @query_default_action")
+        part = _partition(edges_of.get(s, []), default, (1 << width) - 1, levels[l].kind in ("lpm", "ternary"))
+        node = Node(l, tuple((lo, hi, t[0]) for lo, hi, t in part), tuple(t[1] for _, _, t in part) if d.emit else ())
+        if len(node.edges) < 2 and not any(node.emits):
+            raise Fallback(f"state {s} has a single transition")
+        key = (node.level, node.edges, node.emits)
+        if key in seen:
+            raise Fallback("two states with the same transitions")
+        seen.add(key)
+        d.nodes[s] = node
+    if 0 not in d.nodes or d.nodes[0].level != 0:
+        raise Fallback("the root state is not a node of the first field stage")
+    d.root = 0
+    missing = [s for s in targets if s not in d.nodes and s not in d.leaves]
+    if missing:
+        raise Fallback(f"entries lead to state {missing[0]}, which has nothing")
+    real = set(level_of) | leaf_states
+    reachable = d.reachable()
+    state_of = {n: n for n in reachable if n in real}
+    if len(state_of) != len(real):
+        raise Fallback("entries of states that the root does not reach")
+    return LaneImage(levels, d, state_of, {s: entries.get(s, []) for s in state_of.values()}, empty, next_id, tables)
