@@ -26,6 +26,7 @@ from typing import BinaryIO, Iterator, NamedTuple
 import numpy as np
 
 from compiler.errors import P4subError
+from compiler.inputs import InputError, open_input
 
 LINKTYPE_ETHERNET = 1
 
@@ -164,10 +165,12 @@ def _chunk_from_lists(buf: bytes, base: int, first_index: int, columns: list[lis
 
 
 def _open(path: str | os.PathLike[str]) -> BinaryIO:
+    """A capture file opened through :func:`compiler.inputs.open_input`: a regular file (a FIFO or a
+    device is refused, never waited on), with no size limit (traces are streamed and may be huge)."""
     try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise TraceError(f"{os.fspath(path)}: cannot open: {exc.strerror or exc}") from None
+        return open_input(path, "trace", limit=False)
+    except InputError as exc:
+        raise TraceError(exc.message) from None
 
 
 def _read_section(path: str, f: BinaryIO) -> tuple[Section, int]:

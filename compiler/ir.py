@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from compiler.errors import P4subError
+from compiler.inputs import InputError, read_text
 from compiler.spec import Spec
 
 FORMAT_VERSION = 3
@@ -323,10 +324,14 @@ def load(path: str | Path) -> Pipeline:
     if path.is_dir():
         path = path / "pipeline.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise P4subError(f"{path}: no such file (run `p4sub compile` first)") from None
-    except (OSError, json.JSONDecodeError) as exc:
+        text = read_text(path, "pipeline file")
+    except InputError as exc:
+        if exc.reason == "no such file":
+            raise P4subError(f"{path}: no such file (run `p4sub compile` first)") from None
+        raise
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, ValueError, RecursionError) as exc:
         raise P4subError(f"{path}: not a pipeline.json: {exc}") from None
     if data.get("format_version") not in READABLE_VERSIONS:
         raise P4subError(f"{path}: pipeline format {data.get('format_version')!r}; this p4sub reads "

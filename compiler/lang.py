@@ -18,6 +18,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from compiler import rules as ast
 from compiler.errors import ParseError, P4subError, SourceLocation, raise_all
+from compiler.inputs import read_text, strip_bom
 from grammar import grammar_text
 
 
@@ -75,6 +76,7 @@ def parse_rules(text: str, path: str = "<rules>") -> ast.RuleSet:
     """
     from compiler.fastparse import parse_flat
 
+    text = strip_bom(text)
     fast = parse_flat(text, path)
     if fast is not None:
         return fast
@@ -95,14 +97,7 @@ def parse_rules(text: str, path: str = "<rules>") -> ast.RuleSet:
 
 def read_rules(path: str | Path) -> ast.RuleSet:
     """Read and parse a rule file; a missing or unreadable file is a P4subError naming it."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise P4subError(f"{path}: no such rule file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise P4subError(f"{path}: cannot read rule file: {exc}") from None
-    return parse_rules(text, str(path))
+    return parse_rules(read_text(path, "rule file"), str(path))
 
 
 def _syntax_error(exc: UnexpectedInput, text: str, path: str) -> ParseError:

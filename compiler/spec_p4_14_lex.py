@@ -25,7 +25,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from compiler.errors import ParseError, SourceLocation, SpecError
+from compiler.errors import P4subError, ParseError, SourceLocation, SpecError
+from compiler.inputs import InputError, read_text
 
 MAX_INCLUDE_DEPTH = 40
 
@@ -109,7 +110,7 @@ class Preprocessor:
     """Runs the directives of a P4_14 spec and its quoted includes; see the module docstring."""
 
     def __init__(self, read: Callable[[Path], str] | None = None) -> None:
-        self.read = read or (lambda p: p.read_text(encoding="utf-8"))
+        self.read = read or (lambda p: read_text(p, "included file", SpecError))
         self.defines: dict[str, _Define] = {}
         self.result = Preprocessed([])
 
@@ -218,6 +219,10 @@ class Preprocessor:
             raise SpecError(f"P4_14: #include {written}: {target} is not UTF-8 text", loc) from None
         except OSError as exc:
             raise SpecError(f"P4_14: #include {written}: cannot read {target}: {exc.strerror or exc}", loc) from None
+        except InputError as exc:
+            raise SpecError(f"P4_14: #include {written}: {exc.reason} ({target})", loc) from None
+        except P4subError as exc:  # not UTF-8: the error is located in the included file
+            raise SpecError(f"P4_14: #include {written}: {exc}", loc) from None
         if "\x00" in text:
             raise SpecError(f"P4_14: #include {written}: {target} contains a NUL byte (is it a binary file?)", loc)
         out.extend(self._file(text, str(target), depth + 1))

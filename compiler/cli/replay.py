@@ -17,6 +17,7 @@ from pathlib import Path
 from compiler import ir
 from compiler.cli import add_command
 from compiler.errors import P4subError
+from compiler.inputs import read_text
 from compiler.lang import read_rules
 from compiler.spec import Spec
 from compiler.typecheck import TypedRules, check_rules
@@ -46,8 +47,8 @@ def sources(out: Path) -> dict[str, str]:
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(read_text(path, "sources file"))
+    except (ValueError, RecursionError) as exc:
         raise P4subError(f"{path}: not a JSON object of source paths: {exc}") from None
     if not isinstance(data, dict):
         raise P4subError(f"{path}: expected a JSON object such as {{\"rules\": \"rules.sub\"}}")
