@@ -7,16 +7,16 @@ import json
 
 from compiler import ir
 from compiler.cli import add_command
-from compiler.errors import P4subError
-from compiler.values import packet_value
+from compiler.cli.simulate import pipeline_fields
+from compiler.packet_json import read_packet
 from runtime.model import Model
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "explain", "show the tables, states and entries one packet goes through",
-                    "p4sub explain out --packet '{\"add_order.stock\": \"GOOGL\", \"add_order.price\": 1234500}'")
+                    "p4sub explain out --packet '{\"add_order.stock\": \"GOOGL\", \"add_order.price\": 123.45}'")
     p.add_argument("out", help="directory with pipeline.json")
-    p.add_argument("--packet", required=True, help="a JSON object of field values")
+    p.add_argument("--packet", required=True, help="a JSON object of field values (docs/packets.md)")
     p.set_defaults(func=run)
 
 
@@ -42,19 +42,10 @@ def _ored_ports(pipeline: ir.Pipeline, entry: ir.Entry) -> str:
 
 def run(args: argparse.Namespace) -> int:
     pipeline = ir.load(args.out)
-    try:
-        raw = json.loads(args.packet)
-    except json.JSONDecodeError as exc:
-        raise P4subError(f"--packet: not JSON: {exc.msg} (column {exc.colno})") from None
-    widths = {k.field: k.width for t in pipeline.tables for k in t.keys}
-    values = {}
-    for f, w in widths.items():
-        if f.startswith("meta."):
-            continue
-        if f not in raw:
-            raise P4subError(f"--packet lacks field {f!r}, which the pipeline matches on")
-        values[f] = packet_value(raw[f], w, scale=pipeline.attributes.get(f, {}).get("scale", 0), name=f)
-    ports, trace = Model(pipeline).run_one(values)
+    model = Model(pipeline)
+    fields, headers = pipeline_fields(pipeline, model)
+    values = read_packet(args.packet, fields, "--packet", headers=headers, why="which the pipeline matches on")
+    ports, trace = model.run_one(values)
     for table_name, entry in trace:
         table = pipeline.table(table_name)
         if entry is None:

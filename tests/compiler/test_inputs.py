@@ -87,6 +87,8 @@ def test_cli_inputs_that_are_fifos_exit_2_quickly(fifo, tmp_path, capsys):
     cases = [
         ["check", str(fifo), str(REPO / "apps/itch/rules.sub")],
         ["check", ITCH, str(fifo)],
+        ["simulate", str(out), "--packets", str(fifo)],
+        ["compile", ITCH, str(REPO / "apps/itch/rules.sub"), "-o", str(tmp_path / "o2"), "--trace", str(fifo)],
     ]
     for argv in cases:
         capsys.readouterr()
