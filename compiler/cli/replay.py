@@ -17,7 +17,7 @@ from pathlib import Path
 from compiler import ir
 from compiler.cli import add_command
 from compiler.errors import P4subError
-from compiler.inputs import read_text
+from compiler.inputs import check_regular, read_text
 from compiler.lang import read_rules
 from compiler.spec import Spec
 from compiler.typecheck import TypedRules, check_rules
@@ -88,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         raise P4subError("--partitions must be at least 1")
     if args.batch_packets < 1:
         raise P4subError("--batch-packets must be at least 1")
+    for trace in args.trace:  # a missing trace or a FIFO is said now, not after Spark has started
+        check_regular(trace, "trace")
     pipeline = ir.load(args.out)
     typed = typed_rules(args, pipeline)
     with replay_session(args.master, _conf(args.conf)) as spark:

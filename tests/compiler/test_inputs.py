@@ -89,6 +89,7 @@ def test_cli_inputs_that_are_fifos_exit_2_quickly(fifo, tmp_path, capsys):
         ["check", ITCH, str(fifo)],
         ["simulate", str(out), "--packets", str(fifo)],
         ["compile", ITCH, str(REPO / "apps/itch/rules.sub"), "-o", str(tmp_path / "o2"), "--trace", str(fifo)],
+        ["replay", str(out), "--trace", str(fifo)],  # said before Spark starts
     ]
     for argv in cases:
         capsys.readouterr()
