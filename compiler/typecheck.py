@@ -49,12 +49,10 @@ def attribute_name(attr: ast.Attribute) -> str:
 
 def check_rules(rules: ast.RuleSet, spec: Spec, *, port_bits: int = V1MODEL_PORT_BITS, max_errors: int = 50) -> TypedRules:
     """Type-check ``rules`` against ``spec``; raise every error found (ErrorList) or return TypedRules."""
-    checker = _Checker(spec, port_bits)
-    for rule in rules:
+    checker = _Checker(spec, port_bits, max_errors)
+    for rule in rules:  # every rule, so that the count of errors past the first ``max_errors`` is right
         checker.rule(rule)
-        if len(checker.errors) >= max_errors:
-            break
-    raise_all(checker.errors)
+    raise_all(checker.errors, checker.more)
     order = {name: i for i, name in enumerate(spec.query_fields)}
     fields = dict(sorted(checker.fields.items(), key=lambda kv: (order.get(kv[0], len(order)), checker.first_use[kv[0]])))
     if checker.inferred:  # the pipeline's spec declares them, so that every later reader agrees
@@ -68,17 +66,22 @@ def check_rules(rules: ast.RuleSet, spec: Spec, *, port_bits: int = V1MODEL_PORT
 
 
 class _Checker:
-    def __init__(self, spec: Spec, port_bits: int) -> None:
+    def __init__(self, spec: Spec, port_bits: int, max_errors: int = 50) -> None:
         self.spec = spec
         self.port_bits = port_bits
         self.errors: list[P4subError] = []
+        self.max_errors = max_errors
+        self.more = 0  # errors past max_errors: counted, not kept
         self.fields: dict[str, QueryField] = {}
         self.first_use: dict[str, int] = {}
         self._known = spec.all_fields()
         self.inferred: dict[str, UserAction] = {}  # undeclared actions of a pragma-only spec
 
     def error(self, message: str, location: SourceLocation | None) -> None:
-        self.errors.append(TypeCheckError(message, location))
+        if len(self.errors) < self.max_errors:
+            self.errors.append(TypeCheckError(message, location))
+        else:
+            self.more += 1
 
     # -- rules and actions ------------------------------------------------------------------
     def rule(self, rule: ast.Rule) -> None:
