@@ -35,7 +35,7 @@ _TOKEN = re.compile(r"""
   | (?P<directive>^[ \t]*\#(?:[^\n\\]|\\\n|\\.)*)
   | (?P<string>"(?:\\.|[^"\\\n])*")
   | (?P<annotation>@[A-Za-z_]\w*)
-  | (?P<number>\d+'(?:0[xX][0-9a-fA-F_]+|0[bB][01_]+|\d[\d_]*)|0[xX][0-9a-fA-F_]+|0[bB][01_]+|\d[\d_]*)
+  | (?P<number>[0-9]+'(?:0[xX][0-9a-fA-F_]+|0[bB][01_]+|[0-9][0-9_]*)|0[xX][0-9a-fA-F_]+|0[bB][01_]+|[0-9][0-9_]*)
   | (?P<name>[A-Za-z_]\w*)
   | (?P<punct>\S)
 """, re.S | re.X | re.M)
@@ -193,10 +193,10 @@ class Preprocessor:
         define = self.defines.get(text)
         if define is not None and define.tokens and len(define.tokens) == 1:
             text = define.tokens[0].text
-        if not re.fullmatch(r"\d+", text):
+        if not re.fullmatch(r"[0-9]+", text):
             raise SpecError(f"P4_14: #if {rest}: p4sub's preprocessor reads #if with a number, a macro that is one "
                             f"or defined(NAME); write #ifdef/#ifndef", loc)
-        return (int(text) != 0) != negate
+        return (text.strip("0") != "") != negate  # not int(): the number may have any length
 
     def _include(self, rest: str, path: str, depth: int, loc: SourceLocation, out: list[Tok]) -> None:
         match = re.fullmatch(r'(<[^<>]+>|"[^"]+")(\s*//.*|\s*/\*.*\*/)?', rest)

@@ -658,6 +658,9 @@ class _Builder:
             if bits < 0:
                 self.error(f"packet.advance by a negative amount ({bits})", location)
                 return None
+            if bits >= 1 << 32:  # P4's advance takes bit<32>; the backends render it as one
+                self.error(f"packet.advance by {bits} bits: it takes a bit<32> (at most {(1 << 32) - 1})", location)
+                return None
             return Advance(bits)
         return Advance(None, ex.render(expr))
 

@@ -42,6 +42,9 @@ class TableOptions:
     headroom: float = 1.25
     min_size: int = 64
     exact_expand_limit: int = 64
+    # Most entries an exact-matched field may expand its ranges into (``--encode F=exact`` on a
+    # price field would need billions): counted before expanding, refused with the count.
+    max_exact_entries: int = 1_000_000
     # Floors carried over from a previous compile (``p4sub compile --like``), so that an update with
     # the same tables renders the same program and installs as entry changes only.
     min_state_bits: int = 0
@@ -218,9 +221,11 @@ class _Slicer:
         self.tables.append(ir.Table(miss, (state_key,), self.transition_actions(), "NoAction", role="miss",
                                     attribute=info.name))
         self.control.append(base)
+        if kind == "exact":
+            self._check_exact_expansion(info, nodes)
         for node in nodes:
             edges = self.labelled(node)
-            default = self.default_child(edges, kind)
+            default = self.exact_default(edges) if kind == "exact" else self.default_child(edges, kind)
             s = self.state(node)
             if kind == "exact":
                 for lo, hi, child in edges:
@@ -242,6 +247,23 @@ class _Slicer:
                         self.add(base, (ir.Exact(s), ir.Ternary(value, mask)), child, priority=plen + 1)
             if default != self.no_entry:
                 self.add(miss, (ir.Exact(s),), default)
+
+    def _check_exact_expansion(self, info: QueryField, nodes: list[int]) -> None:
+        """Refuse, before expanding anything, an exact stage that would need more than
+        ``max_exact_entries`` entries (each value of each non-default range is one entry)."""
+        limit = self.options.max_exact_entries
+        total = 0
+        for node in nodes:
+            edges = self.labelled(node)
+            default = self.exact_default(edges)
+            total += sum(hi - lo + 1 for lo, hi, child in edges if child != default)
+        if total > limit:
+            how = ("--encode asks for it" if self.options.per_field_encoding.get(info.name) == "exact"
+                   else "it is matched exact")
+            raise CompileError(f"{info.name}: matching it exact ({how}) needs {total:,} entries, one per value of the "
+                               f"rules' ranges: {total / limit:,.0f} times the limit of {limit:,}; match it as a "
+                               f"range, ternary or compress instead (--encode {info.name}=range)",
+                               None if how.startswith("--encode") else info.location)
 
     def transition_actions(self) -> tuple[str, ...]:
         if self.delivery is None:
@@ -271,6 +293,18 @@ class _Slicer:
     def _singletons(self, edges) -> bool:
         default = self.default_child(edges, "exact")
         return all(lo == hi for lo, hi, c in edges if c != default)
+
+    def exact_default(self, edges) -> int:
+        """The miss table's child of an exact stage: :meth:`default_child`'s, or - when several
+        children have ranges too wide to expand (``--encode F=exact`` asked for it anyway) - the one
+        with the most values, so that only the others are expanded."""
+        default = self.default_child(edges, "exact")
+        if default is None:
+            weight: Counter = Counter()
+            for lo, hi, c in edges:
+                weight[c] += hi - lo + 1
+            default = max(weight, key=lambda c: (weight[c], -c))
+        return default
 
     def default_child(self, edges, kind: str) -> int | None:
         """The child the miss table sends a state to: the one whose edges would cost the most entries."""

@@ -7,6 +7,8 @@ import sys
 from collections import defaultdict
 
 from compiler.cli import add_command
+from compiler.cli.compile import TARGETS, reserved_ports
+from compiler.errors import P4subError
 from compiler.lang import read_rules
 from compiler.rules import Call, Drop, comparisons
 from compiler.typecheck import check_rules
@@ -18,14 +20,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("spec", help="P4 file with the protocol's headers, parser and @query_* annotations")
     p.add_argument("rules", help="subscription rule file")
     p.add_argument("--port-bits", type=int, default=9, help="width of egress ports (9 on v1model and Tofino)")
+    p.add_argument("--target", choices=TARGETS, default="none",
+                   help="also apply this target's checks on the rules (bmv2: port 511 is the drop port), as "
+                        "`compile --target` does")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from compiler.spec_reader import read_spec
 
+    if not 1 <= args.port_bits <= 32:
+        raise P4subError(f"--port-bits {args.port_bits}: expected a width from 1 to 32 bits")
     spec = read_spec(args.spec)
-    typed = check_rules(read_rules(args.rules), spec, port_bits=args.port_bits)
+    typed = check_rules(read_rules(args.rules), spec, port_bits=args.port_bits,
+                        reserved_ports=reserved_ports(args.target))
     for note in typed.spec.notes:  # what a whole program held that a spec does not need, inferred actions
         print(note, file=sys.stderr)
     constants: dict[str, set[str]] = defaultdict(set)
