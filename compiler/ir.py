@@ -319,7 +319,8 @@ def save(pipeline: Pipeline, path: str | Path) -> None:
 
 
 def load(path: str | Path) -> Pipeline:
-    """Read ``pipeline.json`` (a file, or a directory that holds one)."""
+    """Read ``pipeline.json`` (a file, or a directory that holds one), checked by :mod:`compiler.ir_check`:
+    a damaged file is a P4subError naming the file and the JSON path of what is wrong."""
     path = Path(path)
     if path.is_dir():
         path = path / "pipeline.json"
@@ -333,7 +334,14 @@ def load(path: str | Path) -> Pipeline:
         data = json.loads(text)
     except (json.JSONDecodeError, ValueError, RecursionError) as exc:
         raise P4subError(f"{path}: not a pipeline.json: {exc}") from None
+    if not isinstance(data, dict):
+        raise P4subError(f"{path}: not a pipeline.json: the top level is not a JSON object")
     if data.get("format_version") not in READABLE_VERSIONS:
         raise P4subError(f"{path}: pipeline format {data.get('format_version')!r}; this p4sub reads "
                          f"{', '.join(map(str, READABLE_VERSIONS))}")
-    return from_json(Pipeline, data)
+    from compiler import ir_check  # its checks are derived from this module's classes
+
+    ir_check.check_schema(data, str(path))
+    pipeline = from_json(Pipeline, data)
+    ir_check.check_references(pipeline, str(path))
+    return pipeline
