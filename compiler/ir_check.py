@@ -78,7 +78,8 @@ def _entry_ok(e: Any) -> bool:
     for m in matches:
         if type(m) is not dict:
             return False
-        members = _MATCH_MEMBERS.get(m.get("kind"))
+        kind = m.get("kind")
+        members = _MATCH_MEMBERS.get(kind) if type(kind) is str else None
         if members is None or any(type(m.get(k)) is not int for k in members):
             return False
     args = e.get("args", ())
@@ -116,7 +117,7 @@ def _walk(cls: Any, data: Any, where: str) -> None:  # noqa: C901 - one branch p
                                   f"got {_kind(data)}")
             target = next((o for o in tagged if o.__name__ == data["kind"]), None)
             if target is None:
-                raise _Bad(where, f"unknown kind {data['kind']!r}; expected one of "
+                raise _Bad(where, f"unknown kind {str(data['kind'])[:40]!r}; expected one of "
                                   f"{', '.join(o.__name__ for o in tagged)}")
             _walk(target, data, where)
             return
@@ -236,6 +237,13 @@ def _references(p: Any) -> None:  # noqa: C901 - one check after another, in fil
                     raise _Bad(f"{where}.args[1]", f"{prim.args[1]!r} is not a parameter of {a.name}")
             elif prim.op in ("set_egress_port", "set_mcast_group") and prim.args[0] not in params:
                 raise _Bad(f"{where}.args[0]", f"{prim.args[0]!r} is not a parameter of {a.name}")
+    groups: set[int] = set()
+    for i, g in enumerate(p.multicast_groups):
+        if not 1 <= g.id < 1 << 32 or g.id in groups:
+            raise _Bad(f"multicast_groups[{i}].id", f"group id {g.id} is {'taken' if g.id in groups else 'not positive'}")
+        groups.add(g.id)
+        for j, port in enumerate(g.ports):
+            _fits(port, 32, f"multicast_groups[{i}].ports[{j}]", "port")
     tables = {t.name: t for t in p.tables}
     _unique([t.name for t in p.tables], "tables")
     for i, t in enumerate(p.tables):
@@ -254,7 +262,7 @@ def _references(p: Any) -> None:  # noqa: C901 - one check after another, in fil
                 raise _Bad(f"{where}.actions[{j}]", f"no action {name!r} in the pipeline")
         if t.default_action not in actions:
             raise _Bad(f"{where}.default_action", f"no action {t.default_action!r} in the pipeline")
-        _arguments(actions[t.default_action], t.default_args, f"{where}.default_args")
+        _arguments(actions[t.default_action], t.default_args, f"{where}.default_args", groups)
         if t.on_miss is not None and t.on_miss not in tables:
             raise _Bad(f"{where}.on_miss", f"no table {t.on_miss!r} in the pipeline")
         if not 0 <= t.size < 1 << 32:
@@ -284,16 +292,9 @@ def _references(p: Any) -> None:  # noqa: C901 - one check after another, in fil
             _match(k, m, f"{where}.matches[{j}]")
         if e.action not in t.actions:
             raise _Bad(f"{where}.action", f"{e.action!r} is not one of {t.name}'s actions ({', '.join(t.actions)})")
-        _arguments(actions[e.action], e.args, f"{where}.args")
+        _arguments(actions[e.action], e.args, f"{where}.args", groups)
         if not 0 <= e.priority < 1 << 31:
             raise _Bad(f"{where}.priority", f"priority {e.priority} is not between 0 and 2^31")
-    ids = set()
-    for i, g in enumerate(p.multicast_groups):
-        if not 1 <= g.id < 1 << 32 or g.id in ids:
-            raise _Bad(f"multicast_groups[{i}].id", f"group id {g.id} is {'taken' if g.id in ids else 'not positive'}")
-        ids.add(g.id)
-        for j, port in enumerate(g.ports):
-            _fits(port, 32, f"multicast_groups[{i}].ports[{j}]", "port")
     d = p.delivery
     if d.kind not in ("groups", "bitmap"):
         raise _Bad("delivery.kind", f"unknown delivery {d.kind!r}; expected groups or bitmap")
@@ -305,11 +306,16 @@ def _references(p: Any) -> None:  # noqa: C901 - one check after another, in fil
     _spec(p.spec)
 
 
-def _arguments(action: Any, args: tuple[int, ...], where: str) -> None:
+def _arguments(action: Any, args: tuple[int, ...], where: str, groups: set[int]) -> None:
     if len(args) != len(action.params):
         raise _Bad(where, f"{action.name} takes {len(action.params)} arguments, {len(args)} given")
     for j, (a, q) in enumerate(zip(args, action.params)):
         _fits(a, q.width, f"{where}[{j}]", f"argument {q.name} =")
+    for prim in action.body:
+        if prim.op == "set_mcast_group":
+            group = args[[q.name for q in action.params].index(prim.args[0])]
+            if group and group not in groups:
+                raise _Bad(where, f"multicast group {group} is not one of the pipeline's multicast_groups")
 
 
 def _match(key: Any, m: Any, where: str) -> None:

@@ -112,6 +112,13 @@ def damage(data: dict, how: str) -> tuple[dict, str]:
     if how == "multicast id":
         d["multicast_groups"] = [{"id": 0, "ports": [1]}]
         return d, "multicast_groups[0].id: group id 0 is not positive"
+    if how == "match kind not a string":
+        d["entries"][e]["matches"][0]["kind"] = {"a": 1}
+        return d, f"entries[{e}].matches[0]: unknown kind"
+    if how == "multicast group gone":
+        gone = d["multicast_groups"].pop()["id"]
+        i = next(i for i, x in enumerate(d["entries"]) if x["action"] == "multicast" and x["args"] == [gone])
+        return d, f"entries[{i}].args: multicast group {gone} is not one of the pipeline's multicast_groups"
     if how == "delivery kind":
         d["delivery"]["kind"] = "carrier pigeon"
         return d, "delivery.kind: unknown delivery 'carrier pigeon'"
@@ -131,7 +138,7 @@ CASES = ["entry table", "entry action", "entry arity", "matches arity", "match k
          "value too wide", "empty range", "argument too wide", "string for an integer", "boolean for an integer",
          "missing member", "null entries", "table action", "default action", "key width", "key match kind",
          "on_miss missing", "on_miss cycle", "control", "primitive", "metadata ref", "duplicate table",
-         "multicast id", "delivery kind", "spec header type", "parser state", "top level"]
+         "multicast id", "match kind not a string", "multicast group gone", "delivery kind", "spec header type", "parser state", "top level"]
 
 
 @pytest.mark.parametrize("how", CASES)
