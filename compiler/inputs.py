@@ -172,6 +172,19 @@ def text_lines(path: str | os.PathLike[str], what: str, error: type[P4subError] 
                             f"({exc.reason})", SourceLocation(name, lineno, column)) from None
 
 
+def read_stdin(what: str) -> str:
+    """Standard input as UTF-8 text, at most :func:`max_input_bytes` bytes (``< /dev/zero`` ends)."""
+    import sys
+
+    cap = max_input_bytes()
+    stream = getattr(sys.stdin, "buffer", None)
+    data = stream.read(cap + 1) if stream is not None else sys.stdin.read(cap + 1).encode("utf-8", "surrogateescape")
+    if len(data) > cap:
+        raise InputError(f"<stdin>: {what} has more than {cap:,} bytes (set {MAX_BYTES_ENV} to raise the limit)",
+                         "<stdin>", "is too large")
+    return decode_text(data, "<stdin>", what)
+
+
 def strip_bom(text: str) -> str:
     """Text without a leading byte-order mark (for text that was decoded elsewhere)."""
     return text[1:] if text.startswith("\ufeff") else text

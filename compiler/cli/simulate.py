@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 import numpy as np
 
 from compiler import ir, packet_json, validity
 from compiler.cli import add_command
-from compiler.inputs import read_text
+from compiler.inputs import read_stdin, read_text
 from compiler.packet_json import PacketField, fields_of_pipeline
 from runtime.model import Model
 
@@ -36,7 +35,7 @@ def read_packets(path: str, pipeline: ir.Pipeline) -> tuple[dict[str, list[int]]
     """Columns of integer field values and header validity, and the number of packets (non-blank
     lines), read by :mod:`compiler.packet_json` with file:line errors; ``-`` is stdin."""
     fields, headers = pipeline_fields(pipeline)
-    text = sys.stdin.read() if path == "-" else read_text(path, "packets file")
+    text = read_stdin("packets input") if path == "-" else read_text(path, "packets file")
     cols: dict[str, list[int]] = {f: [] for f in fields} | {validity.field_name(h): [] for h in headers}
     n = 0
     for row in packet_json.rows(text.splitlines(), path, fields, headers=headers, why="which the pipeline matches on"):

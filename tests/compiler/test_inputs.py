@@ -176,3 +176,20 @@ def test_a_json_lines_trace_with_bad_bytes_names_the_line(tmp_path):
     with pytest.raises(ParseError, match="not UTF-8") as info:
         next(lines)
     assert (info.value.location.line, info.value.location.column) == (2, 8)
+
+
+def test_stdin_is_bounded_and_decoded_with_a_location(monkeypatch):
+    import io
+
+    from compiler.inputs import read_stdin
+
+    monkeypatch.setenv(inputs.MAX_BYTES_ENV, "1000")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\0" * 5000)))  # as `< /dev/zero`, cut short
+    with pytest.raises(InputError, match="more than 1,000 bytes"):
+        read_stdin("packets input")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b'{"a": 1}\n\xff')))
+    with pytest.raises(ParseError, match="not UTF-8") as info:
+        read_stdin("packets input")
+    assert str(info.value.location) == "<stdin>:2:1"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b'\xef\xbb\xbf{"a": 1}\n')))
+    assert read_stdin("packets input") == '{"a": 1}\n'
