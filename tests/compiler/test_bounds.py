@@ -145,3 +145,14 @@ def test_an_explicit_groups_diagram_is_abandoned_past_its_bound(monkeypatch):
     rules = parse_rules("".join(f"add_order.shares > {i * 10} : fwd({i});\n" for i in range(20)), "r")
     with pytest.raises(CompileError, match="--delivery groups: the one decision diagram passed 10 edges"):
         compile_rules(spec, rules, CompileOptions(delivery="groups", budget=Budget(entries=1)))
+
+
+def test_check_refuses_the_dnf_blow_up_compile_refuses(capsys, tmp_path):
+    big = " and ".join(f"(add_order.shares > {i} or add_order.price > {i})" for i in range(14))
+    rules = tmp_path / "r.sub"
+    rules.write_text(f"add_order.shares == 1 : fwd(1);\n{big}: fwd(2);\n")
+    check, check_err = run(capsys, "check", ITCH, str(rules))
+    comp, comp_err = run(capsys, "compile", ITCH, str(rules), "-o", str(tmp_path / "o"))
+    message = f"{rules}:2:1: this rule expands to more than 4096 conjunctions"
+    assert check == comp == 2 and message in check_err and message in comp_err
+    assert run(capsys, "check", ITCH, str(rules), "--dnf-limit", "20000")[0] == 0
