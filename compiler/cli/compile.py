@@ -81,6 +81,19 @@ def reserved_ports(target: str) -> dict[int, str]:
     return {}
 
 
+def target_port_bits(target: str) -> int | None:
+    """The width of ``target``'s port numbers (PortId_t), None for no target."""
+    if target == "bmv2":
+        from backends.bmv2.target import V1MODEL
+
+        return V1MODEL.port_width
+    if target == "tofino":
+        from backends.tofino.target import TOFINO1
+
+        return TOFINO1.port_width
+    return None
+
+
 def options_from_args(args: argparse.Namespace) -> CompileOptions:
     per_field = {}
     for item in args.encode:

@@ -156,3 +156,15 @@ def test_check_refuses_the_dnf_blow_up_compile_refuses(capsys, tmp_path):
     message = f"{rules}:2:1: this rule expands to more than 4096 conjunctions"
     assert check == comp == 2 and message in check_err and message in comp_err
     assert run(capsys, "check", ITCH, str(rules), "--dnf-limit", "20000")[0] == 0
+
+
+@pytest.mark.parametrize("port, message", [
+    (600, "switch e1_1 has port 600; --target bmv2 ports are 9-bit (0..511)"),
+    (511, "switch e1_1 has port 511, which is v1model's drop port"),
+])
+def test_route_names_the_topology_of_a_port_the_target_cannot_use(capsys, tmp_path, port, message):
+    topo = tmp_path / "t.topo"
+    topo.write_text((REPO / "examples/fat-tree-4.topo").read_text().replace("link e1_1:1 ", f"link e1_1:{port} "))
+    code, err = run(capsys, "route", str(topo), str(REPO / "examples/fat-tree-4.rules"), "--spec", ITCH,
+                    "--target", "bmv2", "--jobs", "1", "--quiet", "-o", str(tmp_path / "net"))
+    assert code == 2 and f"{topo}: {message}" in err and not (tmp_path / "net").exists()
