@@ -27,6 +27,7 @@ import numpy as np
 
 from apps import storage
 from compiler.errors import P4subError
+from compiler.inputs import InputError, open_input
 
 LINKTYPE_ETHERNET = 1
 
@@ -45,6 +46,11 @@ PCAPNG_KNOWN_BLOCKS = frozenset({PCAPNG_SHB, PCAPNG_IDB, PCAPNG_PB, PCAPNG_SPB, 
 MAX_RECORD = 1 << 18
 MAX_BLOCK = 1 << 24
 DEFAULT_CHUNK_BYTES = 1 << 23
+
+
+#: Timestamps are int64 nanoseconds (year 2262); a pcapng block's 64-bit ticks at a damaged
+#: resolution can exceed that, and is clamped (counted as damage) rather than overflow.
+MAX_TIMESTAMP_NS = (1 << 63) - 1
 
 
 class TraceError(P4subError):
@@ -165,12 +171,15 @@ def _chunk_from_lists(buf: bytes, base: int, first_index: int, columns: list[lis
 
 
 def _open(path: str | os.PathLike[str]) -> BinaryIO:
-    if storage.is_url(path):  # hdfs://, s3a://, file://: readable from any cluster machine
+    """A capture file: a URL through :mod:`apps.storage` (hdfs://, s3a://, file://: readable from any
+    cluster machine), else opened through :func:`compiler.inputs.open_input`: a regular file (a FIFO or
+    a device is refused, never waited on), with no size limit (traces are streamed and may be huge)."""
+    if storage.is_url(path):
         return storage.open_url(os.fspath(path))
     try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise TraceError(f"{os.fspath(path)}: cannot open: {exc.strerror or exc}") from None
+        return open_input(path, "trace", limit=False)
+    except InputError as exc:
+        raise TraceError(exc.message) from None
 
 
 def _read_section(path: str, f: BinaryIO) -> tuple[Section, int]:
@@ -183,6 +192,9 @@ def _read_section(path: str, f: BinaryIO) -> tuple[Section, int]:
         if magic in (PCAP_MAGIC_US, PCAP_MAGIC_NS):
             if len(head) < 24:
                 return Section("pcap", order, (Interface(LINKTYPE_ETHERNET),), magic == PCAP_MAGIC_NS), -1
+            major, minor = struct.unpack_from(order + "HH", head, 4)
+            if major != 2:  # not read as "no packets": the records would not be where 2.x puts them
+                raise TraceError(f"{path}: pcap version {major}.{minor}; p4sub reads version 2 (2.4)")
             snaplen, network = struct.unpack_from(order + "II", head, 16)
             ns = magic == PCAP_MAGIC_NS
             # FCS bits live in the top of the link-type word (LINKTYPE_ values fit in 16 bits).
@@ -194,6 +206,9 @@ def _read_section(path: str, f: BinaryIO) -> tuple[Section, int]:
             return Section("pcapng", "<", ()), -1
         for order in ("<", ">"):
             if struct.unpack_from(order + "I", head, 8)[0] == PCAPNG_BYTE_ORDER_MAGIC:
+                major, minor = struct.unpack_from(order + "HH", head, 12) if len(head) >= 16 else (1, 0)
+                if major != 1:
+                    raise TraceError(f"{path}: pcapng version {major}.{minor}; p4sub reads version 1")
                 return Section("pcapng", order, ()), 0
         raise TraceError(f"{path}: pcapng section header with a bad byte-order magic")
     raise TraceError(f"{path}: not a pcap or pcapng file (magic 0x{magic:08x})")
@@ -514,7 +529,11 @@ class PcapReader:
             self.damage.add("bad_packet_block")
             return None
         iface = ifaces[iface_id]
-        return data, caplen, orig, iface.to_ns((ts_hi << 32) | ts_lo), iface.linktype
+        ns = iface.to_ns((ts_hi << 32) | ts_lo)
+        if not 0 <= ns <= MAX_TIMESTAMP_NS:  # a damaged resolution or offset: kept, counted, clamped
+            self.damage.add("bad_timestamp")
+            ns = min(max(ns, 0), MAX_TIMESTAMP_NS)
+        return data, caplen, orig, ns, iface.linktype
 
     def _resync_pcapng(self, buf: bytes, start: int, eof: bool) -> int | None:
         """First position >= start holding a block of a known type whose two lengths agree.

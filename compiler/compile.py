@@ -21,6 +21,10 @@ from compiler.tables import TableOptions, bitmap_delivery, build_lanes, build_pi
 from compiler.typecheck import TypedRules, check_rules
 
 DELIVERIES = ("auto", "groups", "bitmap")
+#: ``--delivery groups`` builds its one diagram up to this many times the entry budget (at least
+#: GROUPS_MIN_EDGES edges), then refuses: past that it would only grow until memory ends.
+GROUPS_EDGE_FACTOR = 10
+GROUPS_MIN_EDGES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,8 @@ class CompileOptions:
     exact: bool = False  # refuse to widen rules when no exact layout fits the budget
     sample: dict | None = None  # packets (field -> values) for the selectivity of constraints (compiler.budget)
     default: Default = field(default_factory=Default)  # packets no rule looks at (compiler.default_path)
+    # Ports the target gives another meaning (port, what it is): refused at the rules' fwd (typecheck).
+    reserved_ports: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass
@@ -95,7 +101,7 @@ class Compiled:
 def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileOptions()) -> Compiled:
     """Type-check, build the diagram(s), slice them into tables; timing covers all of it."""
     start = time.perf_counter()
-    typed = check_rules(rules, spec, port_bits=options.port_bits)
+    typed = check_rules(rules, spec, port_bits=options.port_bits, reserved_ports=dict(options.reserved_ports))
     state = stateful.plan(typed)  # counters the rules read (binding errors before any diagram)
     spec = typed.spec  # with the actions a pragma-only spec's rules call (compiler.typecheck)
     delivery = options.delivery
@@ -126,7 +132,9 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     elif delivery in ("groups", "auto") and (options.lanes or 1) == 1:
         # Under auto, stop building a diagram that cannot fit (more edges than the entry budget) or
         # cannot win (many times the bitmap layout's edges).
-        limit = None
+        # Asked for explicitly, the one diagram may pass the entry budget (the budget misses are
+        # reported), but not by GROUPS_EDGE_FACTOR times: past that it only grows until memory ends.
+        limit = max(GROUPS_EDGE_FACTOR * options.budget.entries, GROUPS_MIN_EDGES)
         if delivery == "auto":
             exact = [c for c in candidates if c.widening is None]
             # Edges are about entries plus each node's default edge, as in _bitmap's limit.
@@ -135,6 +143,10 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
         try:
             diagram = bdd.build(typed, field_order=order, dnf_limit=options.dnf_limit, max_edges=limit)
         except bdd.DiagramTooLarge:
+            if delivery == "groups":
+                raise CompileError(f"--delivery groups: the one decision diagram passed {limit:,} edges (the entry "
+                                   f"budget is {options.budget.entries:,}) and was abandoned; use --delivery bitmap "
+                                   "(lanes) or raise --budget entries=N") from None
             notes.append(f"groups: one diagram passed {limit} edges")
         else:
             pipeline = build_pipeline(diagram, spec, options.tables)

@@ -61,21 +61,23 @@ class TargetError(P4subError):
 class ErrorList(P4subError):
     """Several errors found in one pass; all are reported, not only the first."""
 
-    def __init__(self, errors: Iterable[P4subError], limit: int = 50) -> None:
+    def __init__(self, errors: Iterable[P4subError], limit: int = 50, more: int = 0) -> None:
         self.errors = list(errors)
         shown = self.errors[:limit]
         text = "\n".join(str(e) for e in shown)
-        if len(self.errors) > limit:
-            text += f"\n... and {len(self.errors) - limit} more errors"
+        hidden = len(self.errors) - len(shown) + more  # ``more``: found but not kept, to save memory
+        if hidden:
+            text += f"\n... and {hidden} more error{'s' if hidden > 1 else ''}"
         super().__init__(text, shown[0].location if shown else None)
 
     def __str__(self) -> str:
         return self.message
 
 
-def raise_all(errors: list[P4subError]) -> None:
-    """Raise the collected errors: one as itself, several as an :class:`ErrorList`."""
-    if len(errors) == 1:
+def raise_all(errors: list[P4subError], more: int = 0) -> None:
+    """Raise the collected errors: one as itself, several as an :class:`ErrorList` (``more``: errors
+    counted but not kept, said as "... and N more")."""
+    if len(errors) == 1 and not more:
         raise errors[0]
     if errors:
-        raise ErrorList(errors)
+        raise ErrorList(errors, more=more)

@@ -5,9 +5,11 @@ minute before compiling started. Rules of the shape ``h.f OP const (and h.f OP c
 are matched here with regular expressions instead. Comments (``#`` or ``//`` to the end of the
 line, outside strings) are blanked out first, space for character, so that a generator's header
 line does not send a whole file to the grammar and every location stays where it was. Anything
-else - parentheses, ``or``, ``not``, bare names, addresses with colons, any error - returns None
+else - parentheses, ``or``, ``not``, bare names, addresses with colons, numbers of more than
+:data:`~compiler.values.MAX_NUMBER_DIGITS` digits, any error - returns None
 and the caller uses the grammar, so there is one language and one set of error messages. A
-property test holds the two parsers to the same ASTs and source locations.
+property test holds the two parsers to the same ASTs and source locations. Digits are ASCII
+(``[0-9]``, never ``\\d``, which also matches fullwidth and Arabic-Indic digits), as in the grammar.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from decimal import Decimal
 
 from compiler import rules as ast
 from compiler.errors import SourceLocation
+from compiler.values import MAX_NUMBER_DIGITS
 
 _FIELD = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
-_CONST = r'"[^"\\\n;]*"|0[xX][0-9a-fA-F]+|\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?:[ \t\r\n]*/[ \t\r\n]*\d+)?|\d+\.\d+|\d+'
+_CONST = r'"[^"\\\n;]*"|0[xX][0-9a-fA-F]+|[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?:[ \t\r\n]*/[ \t\r\n]*[0-9]+)?|[0-9]+\.[0-9]+|[0-9]+'
 _OP = r"==|!=|<=|>=|<|>|="
 _COND = rf"(?P<field>{_FIELD})[ \t\r\n]*(?P<op>{_OP})[ \t\r\n]*(?P<const>{_CONST})"
 _AND = r"(?:[ \t\r\n]+and[ \t\r\n]+|[ \t\r\n]*&&[ \t\r\n]*)"
-_PORT = r"0[xX][0-9a-fA-F]+|\d+"
+_PORT = r"0[xX][0-9a-fA-F]+|[0-9]+"
 _ACTION = rf"fwd[ \t\r\n]*\([ \t\r\n]*(?:{_PORT})(?:[ \t\r\n]*,[ \t\r\n]*(?:{_PORT}))*[ \t\r\n]*\)|drop"
 _COND_NOGROUP = re.sub(r"\(\?P<\w+>", "(?:", _COND)
 _RULE = re.compile(rf"[ \t\r\n]*(?P<filter>{_COND_NOGROUP}(?:{_AND}{_COND_NOGROUP})*)[ \t\r\n]*:[ \t\r\n]*"
@@ -90,6 +93,8 @@ def _rule(chunk: str, m: re.Match, offset: int, loc) -> ast.Rule | None:
     for a in _ACTION_RE.finditer(chunk, m.start("actions"), m.end("actions")):
         where = loc(offset + a.start())
         if a.group("fwd"):
+            if any(len(p) > MAX_NUMBER_DIGITS for p in _PORT_RE.findall(a.group("ports"))):
+                return None
             ports.extend(int(p, 16) if p[:2].lower() == "0x" else int(p) for p in _PORT_RE.findall(a.group("ports")))
             fwd_loc = fwd_loc or where
         elif ast.Drop() not in others:
@@ -99,6 +104,8 @@ def _rule(chunk: str, m: re.Match, offset: int, loc) -> ast.Rule | None:
 
 
 def _constant(text: str, where: SourceLocation) -> ast.Constant | None:
+    if len(text) > MAX_NUMBER_DIGITS and text[0] != '"':
+        return None  # the grammar says how long is too long
     if text[0] == '"':
         return ast.String(text[1:-1], where)
     if text[:2].lower() == "0x":

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from compiler.errors import P4subError
+from compiler.inputs import InputError, read_text
 from compiler.spec import Spec
 
 FORMAT_VERSION = 3
@@ -367,17 +368,29 @@ def save(pipeline: Pipeline, path: str | Path) -> None:
 
 
 def load(path: str | Path) -> Pipeline:
-    """Read ``pipeline.json`` (a file, or a directory that holds one)."""
+    """Read ``pipeline.json`` (a file, or a directory that holds one), checked by :mod:`compiler.ir_check`:
+    a damaged file is a P4subError naming the file and the JSON path of what is wrong."""
     path = Path(path)
     if path.is_dir():
         path = path / "pipeline.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise P4subError(f"{path}: no such file (run `p4sub compile` first)") from None
-    except (OSError, json.JSONDecodeError) as exc:
+        text = read_text(path, "pipeline file")
+    except InputError as exc:
+        if exc.reason == "no such file":
+            raise P4subError(f"{path}: no such file (run `p4sub compile` first)") from None
+        raise
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, ValueError, RecursionError) as exc:
         raise P4subError(f"{path}: not a pipeline.json: {exc}") from None
+    if not isinstance(data, dict):
+        raise P4subError(f"{path}: not a pipeline.json: the top level is not a JSON object")
     if data.get("format_version") not in READABLE_VERSIONS:
         raise P4subError(f"{path}: pipeline format {data.get('format_version')!r}; this p4sub reads "
                          f"{', '.join(map(str, READABLE_VERSIONS))}")
-    return from_json(Pipeline, data)
+    from compiler import ir_check  # its checks are derived from this module's classes
+
+    ir_check.check_schema(data, str(path))
+    pipeline = from_json(Pipeline, data)
+    ir_check.check_references(pipeline, str(path))
+    return pipeline

@@ -8,6 +8,8 @@ line and column and a label a user can act on ("missing ':' before the actions")
 from __future__ import annotations
 
 import ipaddress
+import re
+import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
@@ -18,7 +20,13 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from compiler import rules as ast
 from compiler.errors import ParseError, P4subError, SourceLocation, raise_all
+from compiler.inputs import read_text, strip_bom
+from compiler.values import MAX_NUMBER_DIGITS
 from grammar import grammar_text
+
+#: Deepest parse tree a rule file may have: a rule is about 6 levels, each `not`, `and`-inside-`or`
+#: or parenthesised `or` adds one or two; the passes after parsing recurse once per level.
+MAX_NESTING = 100
 
 
 @lru_cache(maxsize=1)
@@ -75,6 +83,9 @@ def parse_rules(text: str, path: str = "<rules>") -> ast.RuleSet:
     """
     from compiler.fastparse import parse_flat
 
+    text = strip_bom(text)
+    if not text.isascii():
+        _refuse_non_ascii_digits(text, path)
     fast = parse_flat(text, path)
     if fast is not None:
         return fast
@@ -82,6 +93,7 @@ def parse_rules(text: str, path: str = "<rules>") -> ast.RuleSet:
         tree = _parser().parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(exc, text, path) from None
+    _check_tree(tree, path)
     to_ast = _ToAst(path)
     try:
         rules = to_ast.transform(tree)
@@ -93,16 +105,45 @@ def parse_rules(text: str, path: str = "<rules>") -> ast.RuleSet:
     return rules
 
 
+_STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\\n])*"|#[^\n]*|//[^\n]*')
+_NON_ASCII_DIGIT = re.compile(r"[^\x00-\x7f]")
+
+
+def _refuse_non_ascii_digits(text: str, path: str) -> None:
+    """A fullwidth or Arabic-Indic digit outside strings and comments is an error at its place:
+    Python's int() would read it as the ASCII digit, so it must never reach a number token."""
+    code = _STRING_OR_COMMENT.sub(lambda m: " " * len(m.group()), text)
+    for m in _NON_ASCII_DIGIT.finditer(code):
+        char = m.group()
+        if unicodedata.decimal(char, None) is not None:
+            line = text.count("\n", 0, m.start()) + 1
+            column = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            raise ParseError(f"non-ASCII digit {char!r} ({unicodedata.name(char, f'U+{ord(char):04X}')}); numbers "
+                             "are written with the ASCII digits 0-9", SourceLocation(path, line, column))
+
+
+def _check_tree(tree: Tree, path: str) -> None:
+    """Refuse, before anything recurses over it, a parse tree nested deeper than :data:`MAX_NESTING`
+    (10,000 ``not`` in a row would exhaust Python's stack in every later pass) and numbers of more
+    than :data:`~compiler.values.MAX_NUMBER_DIGITS` digits (int() of a million digits fails, and no
+    field is that wide). An explicit stack: this walk itself must not recurse."""
+    stack: list[tuple[Tree, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise ParseError(f"the filter is nested more than {MAX_NESTING} levels deep (not, and, or, parentheses)",
+                             _location(path, node) or SourceLocation(path, 1, 1))
+        for child in node.children:
+            if isinstance(child, Tree):
+                stack.append((child, depth + 1))
+            elif isinstance(child, Token) and child.type in ("INT", "HEX", "DECIMAL") and len(child) > MAX_NUMBER_DIGITS:
+                raise ParseError(f"a number of {len(child):,} digits; p4sub reads numbers of up to {MAX_NUMBER_DIGITS} "
+                                 "digits (no field is wider)", _location(path, child))
+
+
 def read_rules(path: str | Path) -> ast.RuleSet:
     """Read and parse a rule file; a missing or unreadable file is a P4subError naming it."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise P4subError(f"{path}: no such rule file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise P4subError(f"{path}: cannot read rule file: {exc}") from None
-    return parse_rules(text, str(path))
+    return parse_rules(read_text(path, "rule file"), str(path))
 
 
 def _syntax_error(exc: UnexpectedInput, text: str, path: str) -> ParseError:

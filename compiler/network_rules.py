@@ -23,6 +23,7 @@ from pathlib import Path
 
 from compiler import rules as ast
 from compiler.errors import P4subError, ParseError, SourceLocation
+from compiler.inputs import read_text
 from compiler.lang import parse_rules
 from compiler.topology import Topology
 
@@ -114,14 +115,7 @@ def parse_network_rules(text: str, topology: Topology, path: str = "<rules>") ->
 
 def read_network_rules(path: str | Path, topology: Topology) -> ast.RuleSet:
     """Read and parse a network rule file (see :func:`parse_network_rules`)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise P4subError(f"{path}: no such rule file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise P4subError(f"{path}: cannot read rule file: {exc}") from None
-    return parse_network_rules(text, topology, str(path))
+    return parse_network_rules(read_text(path, "rule file"), topology, str(path))
 
 
 def subscriptions(rules: ast.RuleSet, topology: Topology) -> dict[str, list[ast.Filter]]:

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from compiler.errors import ParseError, SourceLocation, SpecError
+from compiler.errors import P4subError, ParseError, SourceLocation, SpecError
+from compiler.inputs import InputError, read_text
 
 MAX_INCLUDE_DEPTH = 40
 
@@ -34,7 +35,7 @@ _TOKEN = re.compile(r"""
   | (?P<directive>^[ \t]*\#(?:[^\n\\]|\\\n|\\.)*)
   | (?P<string>"(?:\\.|[^"\\\n])*")
   | (?P<annotation>@[A-Za-z_]\w*)
-  | (?P<number>\d+'(?:0[xX][0-9a-fA-F_]+|0[bB][01_]+|\d[\d_]*)|0[xX][0-9a-fA-F_]+|0[bB][01_]+|\d[\d_]*)
+  | (?P<number>[0-9]+'(?:0[xX][0-9a-fA-F_]+|0[bB][01_]+|[0-9][0-9_]*)|0[xX][0-9a-fA-F_]+|0[bB][01_]+|[0-9][0-9_]*)
   | (?P<name>[A-Za-z_]\w*)
   | (?P<punct>\S)
 """, re.S | re.X | re.M)
@@ -109,7 +110,7 @@ class Preprocessor:
     """Runs the directives of a P4_14 spec and its quoted includes; see the module docstring."""
 
     def __init__(self, read: Callable[[Path], str] | None = None) -> None:
-        self.read = read or (lambda p: p.read_text(encoding="utf-8"))
+        self.read = read or (lambda p: read_text(p, "included file", SpecError))
         self.defines: dict[str, _Define] = {}
         self.result = Preprocessed([])
 
@@ -192,10 +193,10 @@ class Preprocessor:
         define = self.defines.get(text)
         if define is not None and define.tokens and len(define.tokens) == 1:
             text = define.tokens[0].text
-        if not re.fullmatch(r"\d+", text):
+        if not re.fullmatch(r"[0-9]+", text):
             raise SpecError(f"P4_14: #if {rest}: p4sub's preprocessor reads #if with a number, a macro that is one "
                             f"or defined(NAME); write #ifdef/#ifndef", loc)
-        return (int(text) != 0) != negate
+        return (text.strip("0") != "") != negate  # not int(): the number may have any length
 
     def _include(self, rest: str, path: str, depth: int, loc: SourceLocation, out: list[Tok]) -> None:
         match = re.fullmatch(r'(<[^<>]+>|"[^"]+")(\s*//.*|\s*/\*.*\*/)?', rest)
@@ -218,6 +219,10 @@ class Preprocessor:
             raise SpecError(f"P4_14: #include {written}: {target} is not UTF-8 text", loc) from None
         except OSError as exc:
             raise SpecError(f"P4_14: #include {written}: cannot read {target}: {exc.strerror or exc}", loc) from None
+        except InputError as exc:
+            raise SpecError(f"P4_14: #include {written}: {exc.reason} ({target})", loc) from None
+        except P4subError as exc:  # not UTF-8: the error is located in the included file
+            raise SpecError(f"P4_14: #include {written}: {exc}", loc) from None
         if "\x00" in text:
             raise SpecError(f"P4_14: #include {written}: {target} contains a NUL byte (is it a binary file?)", loc)
         out.extend(self._file(text, str(target), depth + 1))

@@ -30,6 +30,7 @@ from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
 from compiler import spec_expr as ex
 from compiler.errors import P4subError, ParseError, SourceLocation, SpecError, raise_all
+from compiler.inputs import read_text, strip_bom
 from compiler.spec import (
     Advance,
     Extract,
@@ -79,20 +80,12 @@ END_STATES = ("accept", "reject")
 
 def read_spec(path: str | Path) -> Spec:
     """Read and check a spec file; a missing or unreadable file is a P4subError naming it."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise P4subError(f"{path}: no such spec file") from None
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: spec file is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise P4subError(f"{path}: cannot read spec file: {exc.strerror or exc}") from None
-    return parse_spec(text, str(path))
+    return parse_spec(read_text(path, "spec file", SpecError), str(path))
 
 
 def parse_spec(text: str, path: str = "<spec>") -> Spec:
     """Parse and check the text of a spec file. Raises ParseError or SpecError (or an ErrorList of them)."""
+    text = strip_bom(text)
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise ParseError("spec file contains a NUL byte (is it a binary file?)", SourceLocation(path, line, 1))
@@ -664,6 +657,9 @@ class _Builder:
             bits = ex.evaluate(expr)
             if bits < 0:
                 self.error(f"packet.advance by a negative amount ({bits})", location)
+                return None
+            if bits >= 1 << 32:  # P4's advance takes bit<32>; the backends render it as one
+                self.error(f"packet.advance by {bits} bits: it takes a bit<32> (at most {(1 << 32) - 1})", location)
                 return None
             return Advance(bits)
         return Advance(None, ex.render(expr))

@@ -681,12 +681,18 @@ def _unquote(text: str) -> str:
     return re.sub(r"\\(.)", r"\1", text[1:-1])
 
 
-_NUMBER = re.compile(r"(?:(\d+)([ws]))?(.*)", re.S)
+_NUMBER = re.compile(r"(?:([0-9]+)([ws]))?(.*)", re.S)
+#: Decimal literals longer than this are refused before int() (which stops at 4300 digits): no
+#: bit<65536> value needs more.
+MAX_LITERAL_DIGITS = 4000
 
 
 def _number(text: str, location: SourceLocation) -> ex.Num:
     width_text, kind, digits = _NUMBER.fullmatch(text).groups()
     digits = digits.replace("_", "")
+    if len(digits) > MAX_LITERAL_DIGITS or len(width_text or "") > 10:
+        raise SpecError(f"a literal of {len(digits):,} digits; p4sub reads literals of up to {MAX_LITERAL_DIGITS} "
+                        "digits", location)
     lower = digits.lower()
     if lower.startswith(("0x", "0b", "0o")):
         value = int(digits, 0)

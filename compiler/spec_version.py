@@ -14,6 +14,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from compiler.errors import P4subError
+from compiler.inputs import read_text
+
 P4_14, P4_16 = "P4_14", "P4_16"
 
 _MARKER = re.compile(r"-\*-\s*(P4_14|P4_16)\s*-\*-")
@@ -48,8 +51,8 @@ def detect_version(text: str, path: str, depth: int = 0) -> str:
         base = Path(path).parent if path and not path.startswith("<") else Path(".")
         for name in _QUOTED_INCLUDE.findall(text):
             try:
-                included = (base / name).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                included = read_text(base / name, "included file")
+            except P4subError:
                 continue
             if detect_version(included, str(base / name), depth + 1) == P4_14:
                 return P4_14

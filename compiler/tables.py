@@ -43,6 +43,9 @@ class TableOptions:
     headroom: float = 1.25
     min_size: int = 64
     exact_expand_limit: int = 64
+    # Most entries an exact-matched field may expand its ranges into (``--encode F=exact`` on a
+    # price field would need billions): counted before expanding, refused with the count.
+    max_exact_entries: int = 1_000_000
     # Floors carried over from a previous compile (``p4sub compile --like``), so that an update with
     # the same tables renders the same program and installs as entry changes only.
     min_state_bits: int = 0
@@ -242,6 +245,8 @@ class _Slicer:
         self.tables.append(ir.Table(miss, (state_key,), self.transition_actions(), "NoAction", role="miss",
                                     attribute=info.name))
         self.control.append(base)
+        if kind == "exact":
+            self._check_exact_expansion(info, nodes)
         for node in nodes:
             self.node_entries(node, info, kind, base, miss)
 
@@ -250,7 +255,7 @@ class _Slicer:
         field table ``base``, its default in the ``miss`` table. Appended to :attr:`entries`; the
         default target is returned."""
         edges = self.labelled(node)
-        default = self.default_child(edges, kind)
+        default = self.exact_default(edges) if kind == "exact" else self.default_child(edges, kind)
         s = self.state(node)
         if kind == "exact":
             for lo, hi, child in edges:
@@ -308,6 +313,23 @@ class _Slicer:
                 elif self.no_entry is None or (child, 0) != self.targets[self.no_entry]:
                     self.entries.append(ir.Entry(name, matches, self.named("set_state"), (self.state(child),)))
 
+    def _check_exact_expansion(self, info: QueryField, nodes: list[int]) -> None:
+        """Refuse, before expanding anything, an exact stage that would need more than
+        ``max_exact_entries`` entries (each value of each non-default range is one entry)."""
+        limit = self.options.max_exact_entries
+        total = 0
+        for node in nodes:
+            edges = self.labelled(node)
+            default = self.exact_default(edges)
+            total += sum(hi - lo + 1 for lo, hi, child in edges if child != default)
+        if total > limit:
+            how = ("--encode asks for it" if self.options.per_field_encoding.get(info.name) == "exact"
+                   else "it is matched exact")
+            raise CompileError(f"{info.name}: matching it exact ({how}) needs {total:,} entries, one per value of the "
+                               f"rules' ranges: {total / limit:,.0f} times the limit of {limit:,}; match it as a "
+                               f"range, ternary or compress instead (--encode {info.name}=range)",
+                               None if how.startswith("--encode") else info.location)
+
     def transition_actions(self) -> tuple[str, ...]:
         if self.delivery is None:
             return ("set_state", "NoAction")
@@ -336,6 +358,18 @@ class _Slicer:
     def _singletons(self, edges) -> bool:
         default = self.default_child(edges, "exact")
         return all(lo == hi for lo, hi, c in edges if c != default)
+
+    def exact_default(self, edges) -> int:
+        """The miss table's child of an exact stage: :meth:`default_child`'s, or - when several
+        children have ranges too wide to expand (``--encode F=exact`` asked for it anyway) - the one
+        with the most values, so that only the others are expanded."""
+        default = self.default_child(edges, "exact")
+        if default is None:
+            weight: Counter = Counter()
+            for lo, hi, c in edges:
+                weight[c] += hi - lo + 1
+            default = max(weight, key=lambda c: (weight[c], -c))
+        return default
 
     def default_child(self, edges, kind: str) -> int | None:
         """The child the miss table sends a state to: the one whose edges would cost the most entries."""

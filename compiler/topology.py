@@ -585,18 +585,25 @@ def parse_topology_arg(spec: str, seed: int = 1) -> Topology:
     try:
         if kind in ("fat-tree", "fattree", "fat_tree"):
             (k,) = _ints(rest, 1, 1, spec)
+            _bounded(spec, 5 * k * k // 4 + k ** 3 // 4)
             return fat_tree(k)
         if kind in ("leaf-spine", "leafspine", "leaf_spine"):
             leaves, spines, hosts = _ints(rest, 3, 3, spec)
+            _bounded(spec, leaves + spines + leaves * hosts)
             return leaf_spine(leaves, spines, hosts)
         if kind == "jellyfish":
             nums = _ints(rest, 1, 3, spec)
             n = nums[0]
             degree = nums[1] if len(nums) > 1 else JELLYFISH_DEFAULT_DEGREE
             hosts = nums[2] if len(nums) > 2 else 1
+            _bounded(spec, n + n * hosts)
             return jellyfish(n, degree, hosts, seed=seed)
         if kind in ("facebook", "facebook-fabric", "fb"):
-            return facebook_fabric(*_ints(rest, 5, 5, spec)) if rest else facebook_fabric()
+            if not rest:
+                return facebook_fabric()
+            pods, racks, hosts, planes, spines = _ints(rest, 5, 5, spec)
+            _bounded(spec, pods * racks * (1 + hosts) + pods * planes + planes * spines)
+            return facebook_fabric(pods, racks, hosts, planes, spines)
     except ValueError as exc:
         raise P4subError(f"bad topology spec {spec!r}: {exc}") from None
     path = Path(spec)
@@ -610,11 +617,24 @@ def parse_topology_arg(spec: str, seed: int = 1) -> Topology:
     )
 
 
+#: Generated topologies (``fat-tree:K``, ...) larger than this many nodes are refused before they are
+#: built: fat-tree:64 has 70,656; fat-tree:1000 would have 250 million and run for minutes, then fail.
+MAX_GENERATED_NODES = 200_000
+
+
+def _bounded(spec: str, nodes: int) -> None:
+    if nodes > MAX_GENERATED_NODES:
+        raise P4subError(f"topology {spec!r} has {nodes:,} nodes (switches and hosts), {nodes / MAX_GENERATED_NODES:,.0f} "
+                         f"times the {MAX_GENERATED_NODES:,} p4sub builds")
+
+
 def _ints(text: str, least: int, most: int, spec: str) -> list[int]:
     parts = [p for p in text.split(",") if p.strip()] if text else []
     if not least <= len(parts) <= most:
         want = str(least) if least == most else f"{least} to {most}"
         raise ValueError(f"expected {want} comma-separated numbers")
+    if any(len(p.strip()) > 12 for p in parts):
+        raise ValueError("a number of more than 12 digits")
     return [int(p) for p in parts]
 
 

@@ -20,6 +20,7 @@ Every mistake is reported as a :class:`~compiler.errors.ParseError` at ``FILE:LI
 
 from __future__ import annotations
 
+import io
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from pathlib import Path
 import networkx as nx
 
 from compiler.errors import ParseError, P4subError, SourceLocation
+from compiler.inputs import read_bytes, read_text
 from compiler.topology import (
     HOST,
     SWITCH,
@@ -233,14 +235,7 @@ def _int(text: str, fail) -> int:
 
 def read_topology(path: str | Path) -> Topology:
     """Read a ``.topo`` file."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise P4subError(f"cannot read topology file {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ParseError(f"not UTF-8 text ({exc.reason})", SourceLocation(str(path), 1, 1)) from None
-    return parse_topology(text, str(path))
+    return parse_topology(read_text(path, "topology file"), str(path))
 
 
 def format_topology(topology: Topology) -> str:
@@ -302,10 +297,9 @@ def import_graphml(path: str | Path, hosts_per_switch: int = 1, root: str | None
     """
     path = Path(path)
     loc = SourceLocation(str(path), 1, 1)
+    data = read_bytes(path, "GraphML file")
     try:
-        raw = nx.read_graphml(path)
-    except OSError as exc:
-        raise P4subError(f"cannot read GraphML file {path}: {exc.strerror}") from None
+        raw = nx.read_graphml(io.BytesIO(data))
     except ET.ParseError as exc:
         line, col = exc.position
         raise ParseError(f"not well-formed GraphML: {exc.msg if hasattr(exc, 'msg') else exc}",

@@ -10,6 +10,7 @@ import dataclasses
 import difflib
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Mapping
 
 from compiler import rules as ast
 from compiler.errors import P4subError, SourceLocation, TypeCheckError, raise_all
@@ -47,14 +48,20 @@ def attribute_name(attr: ast.Attribute) -> str:
     return attr.name
 
 
-def check_rules(rules: ast.RuleSet, spec: Spec, *, port_bits: int = V1MODEL_PORT_BITS, max_errors: int = 50) -> TypedRules:
-    """Type-check ``rules`` against ``spec``; raise every error found (ErrorList) or return TypedRules."""
-    checker = _Checker(spec, port_bits)
-    for rule in rules:
+def check_rules(rules: ast.RuleSet, spec: Spec, *, port_bits: int = V1MODEL_PORT_BITS, max_errors: int = 50,
+                reserved_ports: Mapping[int, str] | None = None) -> TypedRules:
+    """Type-check ``rules`` against ``spec``; raise every error found (ErrorList) or return TypedRules.
+
+    ``reserved_ports``: ports the target gives another meaning (port -> what it is, e.g. v1model's
+    drop port 511), refused at the ``fwd`` that names them, so that ``check --target`` and
+    ``compile --target`` refuse the same rules at the same place.
+    """
+    if not 1 <= port_bits <= 64:
+        raise P4subError(f"ports of {port_bits} bits: expected a width from 1 to 64")
+    checker = _Checker(spec, port_bits, max_errors, reserved_ports or {})
+    for rule in rules:  # every rule, so that the count of errors past the first ``max_errors`` is right
         checker.rule(rule)
-        if len(checker.errors) >= max_errors:
-            break
-    raise_all(checker.errors)
+    raise_all(checker.errors, checker.more)
     order = {name: i for i, name in enumerate(spec.query_fields)}
     fields = dict(sorted(checker.fields.items(), key=lambda kv: (order.get(kv[0], len(order)), checker.first_use[kv[0]])))
     if checker.inferred:  # the pipeline's spec declares them, so that every later reader agrees
@@ -68,17 +75,24 @@ def check_rules(rules: ast.RuleSet, spec: Spec, *, port_bits: int = V1MODEL_PORT
 
 
 class _Checker:
-    def __init__(self, spec: Spec, port_bits: int) -> None:
+    def __init__(self, spec: Spec, port_bits: int, max_errors: int = 50,
+                 reserved_ports: Mapping[int, str] | None = None) -> None:
         self.spec = spec
         self.port_bits = port_bits
+        self.reserved_ports = dict(reserved_ports or {})
         self.errors: list[P4subError] = []
+        self.max_errors = max_errors
+        self.more = 0  # errors past max_errors: counted, not kept
         self.fields: dict[str, QueryField] = {}
         self.first_use: dict[str, int] = {}
         self._known = spec.all_fields()
         self.inferred: dict[str, UserAction] = {}  # undeclared actions of a pragma-only spec
 
     def error(self, message: str, location: SourceLocation | None) -> None:
-        self.errors.append(TypeCheckError(message, location))
+        if len(self.errors) < self.max_errors:
+            self.errors.append(TypeCheckError(message, location))
+        else:
+            self.more += 1
 
     # -- rules and actions ------------------------------------------------------------------
     def rule(self, rule: ast.Rule) -> None:
@@ -96,6 +110,8 @@ class _Checker:
             for port in action.ports:
                 if port > limit:
                     self.error(f"port {port} is out of range: ports are {self.port_bits}-bit (0..{limit})", loc)
+                elif port in self.reserved_ports:
+                    self.error(f"port {port} is {self.reserved_ports[port]}", loc)
         elif isinstance(action, ast.Call):
             decl = self.spec.actions.get(action.name)
             if decl is None and self.spec.pragma_only:

@@ -37,13 +37,15 @@ import numpy as np
 from compiler import ir
 from compiler.errors import P4subError, SourceLocation
 from compiler.spec import Spec
+from compiler.inputs import InputError, open_input, read_text, text_lines
 from compiler.lang import read_rules
 from compiler.network_compile import HOST_ID_BITS, layer_name
 from compiler.routing import UP_PORT, orientation
 from compiler.topology import Topology
 from compiler.topology_file import read_topology
 from compiler.typecheck import TypedRules, check_rules
-from compiler.values import packet_value
+from compiler.packet_json import PacketField, fields_from_query, read_lines
+from compiler.spec import QueryField
 from runtime.groundtruth import GroundTruth
 from runtime.model import Model
 from runtime.replay_ports import PortSpace
@@ -97,10 +99,12 @@ def load_network(out_dir: str | Path) -> Network:
     """Read ``network.json``, the topology, the host rules and every switch's pipeline."""
     out = Path(out_dir)
     try:
-        info = json.loads((out / "network.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise P4subError(f"{out}: no network.json (run `p4sub route ... -o {out}` first)") from None
-    except (OSError, json.JSONDecodeError) as exc:
+        info = json.loads(read_text(out / "network.json", "network file"))
+    except InputError as exc:
+        if exc.reason == "no such file":
+            raise P4subError(f"{out}: no network.json (run `p4sub route ... -o {out}` first)") from None
+        raise
+    except (ValueError, RecursionError) as exc:
         raise P4subError(f"{out / 'network.json'}: unreadable: {exc}") from None
     entries = info.get("switches") if isinstance(info, dict) else None
     if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("name"), str)
@@ -228,57 +232,41 @@ def pcap_mode(network: Network, spec: Spec) -> str:
     return "prune"
 
 
-def json_batches(path: str | Path, fields: Mapping[str, tuple[int, int]], batch_rows: int = 262144,
+def json_batches(path: str | Path, fields: Mapping[str, PacketField], batch_rows: int = 262144,
                  default_bytes: int = 64) -> Iterator[Batch]:
-    """JSON lines, one message each: field values, optional ``"packet"`` (rows of one packet must be
-    consecutive) and ``"bytes"`` (the message's size, default 64). ``fields``: name -> (width, scale)."""
+    """JSON lines, one message each: field values (read by :mod:`compiler.packet_json`, docs/packets.md),
+    optional ``"packet"`` (rows of one packet must be consecutive) and ``"bytes"`` (the message's
+    size, default 64)."""
     names = list(fields)
     cols: dict[str, list[int]] = {f: [] for f in names}
     packets: list[int] = []
     sizes: list[int] = []
     last_packet = None
-    try:
-        stream = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise P4subError(f"{path}: cannot read the trace: {exc.strerror}") from None
-    with stream:
-        for lineno, line in enumerate(stream, 1):
-            if not line.strip():
-                continue
-            where = SourceLocation(str(path), lineno, 1)
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise P4subError(f"not JSON: {exc.msg}", SourceLocation(str(path), lineno, exc.colno)) from None
-            if not isinstance(obj, dict):
-                raise P4subError("expected a JSON object of field values", where)
-            for f in names:
-                if f not in obj:
-                    raise P4subError(f"message lacks field {f!r}, which the switches or the rules read", where)
-                width, scale = fields[f]
-                try:
-                    cols[f].append(packet_value(obj[f], width, scale=scale, name=f))
-                except P4subError as exc:
-                    raise P4subError(exc.message, where) from None
-            pkt = obj.get("packet", 0 if last_packet is None else last_packet + 1)
-            if not isinstance(pkt, int) or (last_packet is not None and pkt < last_packet):
-                raise P4subError("\"packet\" must be a non-decreasing integer", where)
-            size = obj.get("bytes", default_bytes)
-            if not isinstance(size, int) or size < 0:
-                raise P4subError("\"bytes\" must be a non-negative integer", where)
-            if packets and pkt != packets[-1] and len(packets) >= batch_rows:
-                yield _json_batch(cols, packets, sizes, fields)
-                cols, packets, sizes = {f: [] for f in names}, [], []
-            packets.append(pkt)
-            sizes.append(size)
-            last_packet = pkt
+    lines = text_lines(path, "trace")
+    for lineno, obj, row in read_lines(lines, str(path), fields, why="which the switches or the rules read",
+                                       unit="message"):
+        where = SourceLocation(str(path), lineno, 1)
+        for f in names:
+            cols[f].append(row[f])
+        pkt = obj.get("packet", 0 if last_packet is None else last_packet + 1)
+        if type(pkt) is not int or (last_packet is not None and pkt < last_packet):
+            raise P4subError("\"packet\" must be a non-decreasing integer", where)
+        size = obj.get("bytes", default_bytes)
+        if type(size) is not int or not 0 <= size < 1 << 32:
+            raise P4subError("\"bytes\" must be a non-negative integer below 2**32", where)
+        if packets and pkt != packets[-1] and len(packets) >= batch_rows:
+            yield _json_batch(cols, packets, sizes, fields)
+            cols, packets, sizes = {f: [] for f in names}, [], []
+        packets.append(pkt)
+        sizes.append(size)
+        last_packet = pkt
     if packets:
         yield _json_batch(cols, packets, sizes, fields)
 
 
 def _json_batch(cols: dict[str, list[int]], packets: list[int], sizes: list[int],
-                fields: Mapping[str, tuple[int, int]]) -> Batch:
-    arrays = {f: np.array(v, dtype=np.uint64 if fields[f][0] <= 64 else object) for f, v in cols.items()}
+                fields: Mapping[str, PacketField]) -> Batch:
+    arrays = {f: np.array(v, dtype=np.uint64 if fields[f].width <= 64 else object) for f, v in cols.items()}
     return Batch(arrays, np.array(packets, dtype=np.int64), np.array(sizes, dtype=np.int64),
                  np.zeros(len(packets), dtype=np.int64))
 
@@ -294,9 +282,7 @@ def trace_batches(path: str | Path, network: Network, spec: Spec | None = None) 
     """Batches of a trace and the mode that fits it: a pcap read by the spec's parse graph (``spec``,
     default the network's) in the mode its program uses (:func:`pcap_mode`), or JSON lines (prune)."""
     p = Path(path)
-    if not p.exists():
-        raise P4subError(f"{p}: no such trace")
-    with open(p, "rb") as f:
+    with open_input(p, "trace", limit=False) as f:  # streamed: a regular file of any size
         magic = f.read(4)
     pcap = magic in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a")
     if pcap:
@@ -308,9 +294,11 @@ def trace_batches(path: str | Path, network: Network, spec: Spec | None = None) 
         return pcap_batches(p, spec, network.inputs, mode), mode
     fields = {}
     for f in network.inputs:
-        width = network.spec.field_width(f)
         info = network.typed.fields.get(f)
-        fields[f] = (width, info.scale if info else 0)
+        width = info.width if info else network.spec.field_width(f)
+        if width is None:
+            raise P4subError(f"{p}: JSON traces give packet fields; the switches read {f}, which is none")
+        fields.update(fields_from_query({f: info or QueryField(f, width)}, network.spec))
     return json_batches(p, fields), "prune"
 
 

@@ -2,35 +2,31 @@
 
 A pcap is read through the spec's own parse graph (:mod:`runtime.parse_graph`): one row per message,
 every element of a queried header stack in order, so the sample holds what the switch will match.
-A JSON-lines file gives field values directly (the format of ``p4sub simulate --packets``). Without a
+A JSON-lines file gives field values directly (docs/packets.md, as ``p4sub simulate --packets``). Without a
 trace, :func:`uniform` draws values uniformly over each field's domain.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
-from pathlib import Path
-from typing import Iterable, Iterator
 
 import numpy as np
 
-from compiler import validity
-from compiler.errors import P4subError, SourceLocation
+from compiler import packet_json
+from compiler.errors import P4subError
+from compiler.inputs import check_regular, text_lines
+from compiler.packet_json import fields_from_query
 from compiler.spec import QueryField, Spec
-from compiler.values import packet_value
 
 MAX_ROWS = 20_000
 
 
 def read_sample(path: str, spec: Spec, fields: dict[str, QueryField], rows: int = MAX_ROWS) -> dict[str, np.ndarray]:
     """Columns of the queried ``fields`` from a pcap (``.pcap``/``.pcapng``) or a JSON-lines file."""
-    p = Path(path)
-    if not p.is_file():
-        raise P4subError(f"--trace {path}: not a file" if p.exists() else f"--trace {path}: no such file")
+    p = check_regular(path, "trace")  # a FIFO or a directory is refused here, not waited on
     if p.suffix in (".pcap", ".pcapng", ".cap"):
         return _from_pcap(path, spec, fields, rows)
-    return _from_jsonl(path, fields, rows)
+    return _from_jsonl(path, spec, fields, rows)
 
 
 def _columns(rows: list[dict[str, int]], fields: dict[str, QueryField]) -> dict[str, np.ndarray]:
@@ -65,46 +61,9 @@ def _from_pcap(path: str, spec: Spec, fields: dict[str, QueryField], limit: int)
     return _columns(out[:limit], fields)
 
 
-def jsonl_rows(stream: Iterable[str], path: str, fields: dict[str, tuple[int, int]],
-               why: str = "", headers: Iterable[str] = ()) -> Iterator[dict[str, int]]:
-    """Rows of integer values from JSON lines (``fields``: name -> (width, scale)), errors at file:line.
-
-    A JSON packet carries a header when it gives at least one of its fields; the fields of a header
-    it does not carry read as 0 (a packet lacking a header says so by leaving its fields out), and
-    for ``headers``, those whose validity the pipeline tests, the row holds ``h.$valid``. A header
-    given in part lacks the fields left out: an error.
-    """
-    headers = tuple(headers)
-    for lineno, line in enumerate(stream, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise P4subError(f"not JSON: {exc.msg}", SourceLocation(path, lineno, exc.colno)) from None
-        if not isinstance(obj, dict):
-            raise P4subError("expected a JSON object of field values", SourceLocation(path, lineno, 1))
-        row = {}
-        given = {k.split(".", 1)[0] for k in obj if isinstance(k, str)}
-        for h in headers:
-            row[validity.field_name(h)] = int(h in given)
-        absent = {f.split(".", 1)[0] for f in fields} - given
-        for f, (width, scale) in fields.items():
-            if f.split(".", 1)[0] in absent:
-                row[f] = 0
-                continue
-            if f not in obj:
-                raise P4subError(f"packet lacks field {f!r}" + (f", {why}" if why else ""), SourceLocation(path, lineno, 1))
-            try:
-                row[f] = packet_value(obj[f], width, scale=scale, name=f)
-            except P4subError as exc:
-                raise P4subError(exc.message, SourceLocation(path, lineno, 1)) from None
-        yield row
-
-
-def _from_jsonl(path: str, fields: dict[str, QueryField], limit: int) -> dict[str, np.ndarray]:
-    with open(path, encoding="utf-8") as stream:
-        out = list(itertools.islice(jsonl_rows(stream, path, {f: (q.width, q.scale) for f, q in fields.items()}), limit))
+def _from_jsonl(path: str, spec: Spec, fields: dict[str, QueryField], limit: int) -> dict[str, np.ndarray]:
+    lines = text_lines(path, "trace")  # streamed: only the first `limit` packets are read
+    out = list(itertools.islice(packet_json.rows(lines, path, fields_from_query(fields, spec)), limit))
     if not out:
         raise P4subError(f"--trace {path}: no packets")
     return _columns(out, fields)

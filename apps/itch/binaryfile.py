@@ -14,15 +14,16 @@ from typing import BinaryIO, Iterable, Iterator
 
 from apps.itch.messages import Message, decode_message, encode_message
 from apps.pcap import DamageCounter, TraceError
+from compiler.inputs import InputError, open_input
 
 CHUNK = 1 << 22
 
 
 def _open_maybe_gzip(path: str) -> BinaryIO:
     try:
-        raw = open(path, "rb")
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot open: {exc.strerror or exc}") from None
+        raw = open_input(path, "ITCH file", limit=False)  # streamed: no size limit, but a regular file
+    except InputError as exc:
+        raise TraceError(exc.message) from None
     magic = raw.read(2)
     raw.seek(0)
     if magic == b"\x1f\x8b":

@@ -105,6 +105,9 @@ def multicast_group_entry(group: ir.MulticastGroup) -> dict[str, Any]:
     """A ``PacketReplicationEngineEntry`` holding the group: one replica per port."""
     limit = all_ones(V1MODEL.port_width)
     for p in group.ports:
+        if p == V1MODEL.drop_port:
+            raise P4subError(f"multicast group {group.id}: port {p} is v1model's drop port, not an egress port "
+                             f"(ports 0..{limit - 1})")
         if not 0 <= p < limit:
             raise P4subError(f"multicast group {group.id}: port {p} is not a {V1MODEL.port_width}-bit port")
     return {"multicast_group_entry": {

@@ -7,10 +7,13 @@ import sys
 from collections import defaultdict
 
 from compiler.cli import add_command
+from compiler.cli.compile import TARGETS, reserved_ports
+from compiler.dnf import DEFAULT_LIMIT, to_dnf
+from compiler.errors import CompileError, P4subError, raise_all
 from compiler.lang import read_rules
 from compiler.rules import Call, Drop, comparisons
 from compiler.stateful import plan
-from compiler.typecheck import check_rules
+from compiler.typecheck import TypedRules, check_rules
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,15 +22,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("spec", help="P4 file with the protocol's headers, parser and @query_* annotations")
     p.add_argument("rules", help="subscription rule file")
     p.add_argument("--port-bits", type=int, default=9, help="width of egress ports (9 on v1model and Tofino)")
+    p.add_argument("--dnf-limit", type=int, default=DEFAULT_LIMIT,
+                   help="largest DNF a single rule may expand to (as compile's)")
+    p.add_argument("--target", choices=TARGETS, default="none",
+                   help="also apply this target's checks on the rules (bmv2: port 511 is the drop port), as "
+                        "`compile --target` does")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from compiler.spec_reader import read_spec
 
+    if not 1 <= args.port_bits <= 32:
+        raise P4subError(f"--port-bits {args.port_bits}: expected a width from 1 to 32 bits")
     spec = read_spec(args.spec)
-    typed = check_rules(read_rules(args.rules), spec, port_bits=args.port_bits)
+    if args.dnf_limit < 1:
+        raise P4subError(f"--dnf-limit {args.dnf_limit}: expected a positive number")
+    typed = check_rules(read_rules(args.rules), spec, port_bits=args.port_bits,
+                        reserved_ports=reserved_ports(args.target))
     plan(typed)  # every state variable and aggregate has a counter (compiler.stateful)
+    check_dnf(typed, args.dnf_limit)
     for note in typed.spec.notes:  # what a whole program held that a spec does not need, inferred actions
         print(note, file=sys.stderr)
     constants: dict[str, set[str]] = defaultdict(set)
@@ -45,6 +59,18 @@ def run(args: argparse.Namespace) -> int:
     print(f"ports: {len(ports)} ({_span(ports)})" + (f"; user actions: {', '.join(calls)}" if calls else "")
           + (f"; rules that drop: {drops}" if drops else ""))
     return 0
+
+
+def check_dnf(typed: TypedRules, limit: int) -> None:
+    """The per-rule check compile makes before building diagrams: no rule's DNF passes ``limit``
+    cubes (every such rule reported, at its location)."""
+    errors: list[P4subError] = []
+    for rule in typed.rules:
+        try:
+            to_dnf(rule, typed.fields, limit)
+        except CompileError as exc:
+            errors.append(exc)
+    raise_all(errors)
 
 
 def _span(ports: list[int]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
 import sys
@@ -16,9 +17,13 @@ from compiler.compile import (DELIVERIES, Budget, CompileOptions, compile_rules,
 from compiler.default_path import parse_default
 from compiler.dnf import DEFAULT_LIMIT
 from compiler.errors import P4subError, ResourceError
+from compiler.spec import Spec
 from compiler.tables import RANGE_ENCODINGS, TableOptions
 
 TARGETS = ("none", "bmv2", "tofino")
+#: --max-lanes above this is refused: each lane is a chain of tables with its own metadata, and a
+#: switch has a few dozen stages at most.
+MAX_LANES = 64
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -81,6 +86,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def reserved_ports(target: str) -> dict[int, str]:
+    """Ports ``target`` gives another meaning, which rules may not ``fwd`` to: v1model's drop port
+    (511; BMv2 refuses it in a multicast group and silently drops what is sent to it). ``check
+    --target`` and ``compile --target`` both pass these to the type checker, so they agree."""
+    if target == "bmv2":
+        from backends.bmv2.target import V1MODEL
+
+        return {V1MODEL.drop_port: f"v1model's drop port, not an egress port (bmv2 ports are 0..{V1MODEL.drop_port - 1})"}
+    return {}
+
+
+def target_port_bits(target: str) -> int | None:
+    """The width of ``target``'s port numbers (PortId_t), None for no target."""
+    if target == "bmv2":
+        from backends.bmv2.target import V1MODEL
+
+        return V1MODEL.port_width
+    if target == "tofino":
+        from backends.tofino.target import TOFINO1
+
+        return TOFINO1.port_width
+    return None
+
+
 def options_from_args(args: argparse.Namespace) -> CompileOptions:
     per_field = {}
     for item in args.encode:
@@ -88,8 +117,10 @@ def options_from_args(args: argparse.Namespace) -> CompileOptions:
         if kind not in ("exact", "range", "ternary", "lpm", "compress"):
             raise P4subError(f"--encode {item!r}: expected FIELD=KIND with KIND one of exact, range, ternary, lpm, compress")
         per_field[name] = kind
-    if args.max_lanes < 1:
-        raise P4subError(f"--max-lanes {args.max_lanes}: expected a positive number")
+    if not 1 <= args.max_lanes <= MAX_LANES:
+        raise P4subError(f"--max-lanes {args.max_lanes}: expected a number from 1 to {MAX_LANES}")
+    if args.dnf_limit < 1:
+        raise P4subError(f"--dnf-limit {args.dnf_limit}: expected a positive number")
     options = CompileOptions(field_order=tuple(field_order_arg(args.field_order)), dnf_limit=args.dnf_limit,
                              tables=TableOptions(range_encoding=args.range_encoding, per_field_encoding=per_field),
                              delivery=args.delivery, lanes=lanes_arg(args.lanes), max_lanes=args.max_lanes,
@@ -97,6 +128,10 @@ def options_from_args(args: argparse.Namespace) -> CompileOptions:
                              default=parse_default(args.default or "drop"))
     if not args.order_search >= 0 or args.order_search != args.order_search or args.order_search > 86400:
         raise P4subError(f"--order-search {args.order_search}: expected seconds between 0 and 86400")
+    reserved = reserved_ports(getattr(args, "target", "none"))
+    if options.default.kind == "fwd" and options.default.port in reserved:
+        raise P4subError(f"--default {args.default}: port {options.default.port} is {reserved[options.default.port]}")
+    options = replace(options, reserved_ports=tuple(sorted(reserved.items())))
     if getattr(args, "like", None):
         options = like_options(args.like, options)
     return options
@@ -109,6 +144,18 @@ def like_options(old_out: str, options: CompileOptions) -> CompileOptions:
     if not path.is_file():
         raise P4subError(f"--like {old_out}: {path} does not exist (give the -o directory of an earlier compile)")
     return like(ir.load(path), options)
+
+
+def check_encoded_fields(encodings: dict[str, str], spec: Spec) -> None:
+    """``--encode F=KIND`` names a field of the spec (or a counter, or an aggregate of them): a
+    misspelt name would otherwise be ignored without a word."""
+    known = [*spec.query_fields, *spec.all_fields(), *spec.counters]
+    for name in encodings:
+        inner = name[name.index("(") + 1:-1] if name.endswith(")") and "(" in name else name
+        if spec.field_width(inner) is None and inner not in spec.counters:
+            close = difflib.get_close_matches(inner, known, n=1, cutoff=0.6)
+            raise P4subError(f"--encode {name}={encodings[name]}: {spec.path} has no field {inner!r}"
+                             + (f"; did you mean {close[0]!r}?" if close else ""))
 
 
 def report_widening(compiled, options: CompileOptions, trace: str | None) -> None:
@@ -193,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
     options = options_from_args(args)
     if include and args.delivery == "auto":
         options = replace(options, delivery="groups")
+    check_encoded_fields(options.tables.per_field_encoding, spec)
     if args.trace:
         from runtime.sample import read_sample
 

@@ -7,15 +7,17 @@ import json
 
 from compiler import ir, validity
 from compiler.cli import add_command
-from runtime.sample import jsonl_rows
+from compiler.cli.simulate import pipeline_fields
+from compiler.packet_json import PacketField, read_packet
+from compiler.values import field_kind
 from runtime.model import Model
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "explain", "show the tables, states and entries one packet goes through",
-                    "p4sub explain out --packet '{\"add_order.stock\": \"GOOGL\", \"add_order.price\": 1234500}'")
+                    "p4sub explain out --packet '{\"add_order.stock\": \"GOOGL\", \"add_order.price\": 123.45}'")
     p.add_argument("out", help="directory with pipeline.json")
-    p.add_argument("--packet", required=True, help="a JSON object of field values")
+    p.add_argument("--packet", required=True, help="a JSON object of field values (docs/packets.md)")
     p.set_defaults(func=run)
 
 
@@ -42,14 +44,16 @@ def _ored_ports(pipeline: ir.Pipeline, entry: ir.Entry) -> str:
 def run(args: argparse.Namespace) -> int:
     pipeline = ir.load(args.out)
     model = Model(pipeline)
-    fields = {f: (model.widths[f], pipeline.attributes.get(f, {}).get("scale", 0)) for f in model.inputs}
+    fields, headers = pipeline_fields(pipeline, model)
+    # The packet is read as simulate reads a line: it carries the headers it gives fields of.
+    values = read_packet(args.packet, fields, "--packet", headers=headers, why="which the pipeline matches on")
     # One packet has no history: the values its counters would read are given like fields (0 when
     # left out), e.g. {"rate": 7, "avg(add_order.shares)": 600}.
-    fields.update({attr: (read.width, pipeline.attributes.get(attr, {}).get("scale", 0))
-                   for attr, read in pipeline.state_reads().items()})
-    headers = [validity.header_of_validity(f) for f in model.validity]
-    # The packet is read as simulate reads a line: it carries the headers it gives fields of.
-    values = next(jsonl_rows([args.packet], "--packet", fields, "which the pipeline matches on", headers), {})
+    raw = json.loads(args.packet)
+    for attr, read in pipeline.state_reads().items():
+        scale = pipeline.attributes.get(attr, {}).get("scale", 0) or 0
+        field = PacketField(attr, read.width, field_kind(read.width, scale, False, False), scale)
+        values[attr] = field.value(raw[attr]) if attr in raw else 0
     carried = [h for h in headers if values.get(validity.field_name(h))]
     if headers:
         print(f"{'headers':<36} carries {', '.join(carried) or 'none'} of {', '.join(headers)}")

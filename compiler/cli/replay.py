@@ -21,6 +21,7 @@ from pathlib import Path
 from compiler import ir
 from compiler.cli import add_command
 from compiler.errors import P4subError
+from compiler.inputs import check_regular, read_text
 from compiler.lang import read_rules
 from compiler.spec import Spec
 from compiler.typecheck import TypedRules, check_rules
@@ -53,8 +54,8 @@ def sources(out: Path) -> dict[str, str]:
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(read_text(path, "sources file"))
+    except (ValueError, RecursionError) as exc:
         raise P4subError(f"{path}: not a JSON object of source paths: {exc}") from None
     if not isinstance(data, dict):
         raise P4subError(f"{path}: expected a JSON object such as {{\"rules\": \"rules.sub\"}}")
@@ -100,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
         raise P4subError("--partitions must be at least 1")
     if args.batch_packets < 1:
         raise P4subError("--batch-packets must be at least 1")
+    for trace in args.trace:  # a missing trace or a FIFO is said now, not after Spark has started
+        check_regular(trace, "trace")
     stages: dict[str, float] = {"start": process_age()}  # the interpreter and imports, before run()
     clock = time.perf_counter()
 

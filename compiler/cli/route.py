@@ -68,12 +68,30 @@ def alpha_from_args(args: argparse.Namespace) -> Alpha:
     return Alpha(parse_alpha(args.alpha) if args.alpha else None, per_field)
 
 
+def check_topology_ports(topology, target: str, source: str) -> None:
+    """Every switch port must be one ``target`` can address (9-bit, not v1model's drop port): said
+    now, naming the topology, not as a traceback from a backend after the switches are compiled."""
+    from compiler.cli.compile import reserved_ports, target_port_bits
+
+    bits = target_port_bits(target)
+    reserved = reserved_ports(target)
+    for switch in topology.switches():
+        for port in topology.ports(switch):
+            if bits is not None and port >= 1 << bits:
+                raise P4subError(f"{source}: switch {switch} has port {port}; --target {target} ports are {bits}-bit "
+                                 f"(0..{(1 << bits) - 1})")
+            if port in reserved:
+                raise P4subError(f"{source}: switch {switch} has port {port}, which is {reserved[port]}")
+
+
 def run(args: argparse.Namespace) -> int:
     from compiler.spec_reader import read_spec
 
     if args.jobs is not None and args.jobs < 1:
         raise P4subError("--jobs must be at least 1")
     topology = parse_topology_arg(args.topology)
+    if args.target != "none":
+        check_topology_ports(topology, args.target, args.topology)
     rules = read_network_rules(args.rules, topology)
     spec = read_spec(args.spec)
     options = CompileOptions(field_order=tuple(field_order_arg(args.field_order)), dnf_limit=args.dnf_limit,

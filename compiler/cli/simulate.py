@@ -4,59 +4,60 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 import numpy as np
 
-from compiler import ir, validity
+from compiler import ir, packet_json, validity
 from compiler.cli import add_command
-from compiler.errors import P4subError
+from compiler.inputs import read_stdin, read_text
+from compiler.packet_json import PacketField, fields_of_pipeline
 from runtime.model import Model
 from runtime.state import TIME_COLUMN
-from runtime.sample import jsonl_rows
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "simulate", "run packets (JSON lines of field values) through a compiled pipeline",
                     "p4sub simulate out --packets examples/itch-packets.jsonl")
     p.add_argument("out", help="directory with pipeline.json (from p4sub compile)")
-    p.add_argument("--packets", required=True, help="JSON lines: one object of field values per line ('-' for stdin)")
+    p.add_argument("--packets", required=True,
+                   help="JSON lines: one object of field values per line ('-' for stdin); docs/packets.md")
     p.set_defaults(func=run)
 
 
-def read_packets(path: str, pipeline: ir.Pipeline) -> dict[str, list[int]]:
-    """Columns of integer field values and header validity, one row per non-empty line, with
-    file:line errors (a packet carries the headers it gives fields of: :func:`runtime.sample.jsonl_rows`)."""
-    model = Model(pipeline)
-    fields = {f: (model.widths[f], pipeline.attributes.get(f, {}).get("scale", 0)) for f in model.inputs}
-    if pipeline.updates:  # counters: each packet's time, in ns (0 when left out)
-        fields[TIME_COLUMN] = (64, 0)
-    headers = [validity.header_of_validity(f) for f in model.validity]
-    stream = sys.stdin if path == "-" else _open(path)
-    cols: dict[str, list[int]] = {f: [] for f in fields} | {f: [] for f in model.validity}
-    for row in jsonl_rows(stream, path, fields, "which the pipeline matches on", headers):
+def pipeline_fields(pipeline: ir.Pipeline, model: Model | None = None) -> tuple[dict[str, PacketField], list[str]]:
+    """The packet fields a pipeline reads (with how each is given in JSON) and the headers whose
+    validity it tests (a packet carries a header when it gives any of its fields)."""
+    model = model or Model(pipeline)
+    fields = fields_of_pipeline(pipeline, model.inputs, model.widths)
+    return fields, [validity.header_of_validity(f) for f in model.validity]
+
+
+def read_packets(path: str, pipeline: ir.Pipeline) -> tuple[dict[str, list[int]], int]:
+    """Columns of integer field values and header validity, and the number of packets (non-blank
+    lines), read by :mod:`compiler.packet_json` with file:line errors; ``-`` is stdin."""
+    fields, headers = pipeline_fields(pipeline)
+    text = read_stdin("packets input") if path == "-" else read_text(path, "packets file")
+    cols: dict[str, list[int]] = {f: [] for f in fields} | {validity.field_name(h): [] for h in headers}
+    clock = PacketField(TIME_COLUMN, 64) if pipeline.updates else None  # counters: each packet's time, in ns
+    if clock:
+        cols[TIME_COLUMN] = []
+    n = 0
+    for _, obj, row in packet_json.read_lines(text.splitlines(), path, fields, headers=headers,
+                                               why="which the pipeline matches on"):
+        n += 1
+        if clock:  # 0 when left out
+            row[TIME_COLUMN] = clock.value(obj[TIME_COLUMN]) if TIME_COLUMN in obj else 0
         for f, v in row.items():
             cols[f].append(v)
-    return cols
-
-
-def _open(path: str):
-    try:
-        return open(path, encoding="utf-8")
-    except OSError as exc:
-        raise P4subError(f"{path}: cannot read packets: {exc.strerror}") from None
+    return cols, n
 
 
 def run(args: argparse.Namespace) -> int:
     pipeline = ir.load(args.out)
-    cols = read_packets(args.packets, pipeline)
+    cols, n = read_packets(args.packets, pipeline)
     model = Model(pipeline)
     arrays = {f: np.array(v, dtype=np.uint64 if model.widths.get(f, 64) <= 64 else object) for f, v in cols.items()}
-    if not arrays:
-        n = sum(1 for line in _open(args.packets) if line.strip()) if args.packets != "-" else 0
-        result = model.run({}, rows=n)
-    else:
-        result = model.run(arrays)
+    result = model.run(arrays) if arrays else model.run({}, rows=n)
     calls = result_calls(result, len(result.port))
     for ports, row_calls in zip(result.port_sets(), calls):
         line = {"ports": sorted(ports)}

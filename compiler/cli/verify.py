@@ -10,7 +10,7 @@ from compiler import ir
 from compiler.cli import add_command
 from compiler.cli.replay import typed_rules
 from compiler.typecheck import TypedRules
-from compiler.values import decode_string
+from compiler.values import field_kind, json_value
 from compiler.verify import Output, verify
 
 
@@ -31,11 +31,17 @@ def _output_text(o: Output) -> str:
 
 
 def _packet(values: dict[str, int], typed: TypedRules) -> dict[str, int | str]:
-    """Field values as ``p4sub simulate`` and ``p4sub explain`` read them (strings for string fields)."""
+    """Field values as ``p4sub simulate`` and ``p4sub explain`` read them (docs/packets.md): strings
+    for string fields, exact decimal strings for scaled fields (``"50.0001"``), else integers."""
     out: dict[str, int | str] = {}
+    pragma_only = bool(typed.spec and typed.spec.pragma_only)
     for name, value in values.items():
         info = typed.fields.get(name)
-        out[name] = decode_string(value, info.width) if info is not None and info.is_string else value
+        if info is None:
+            out[name] = value
+            continue
+        kind = field_kind(info.width, info.scale, info.is_string, pragma_only)
+        out[name] = json_value(value, info.width, kind=kind, scale=info.scale)
     return out
 
 

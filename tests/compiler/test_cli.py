@@ -51,10 +51,10 @@ def test_compile_simulate_explain(files, capsys, delivery) -> None:
     assert {"tables", "total_entries", "table_bits", "multicast_groups", "states", "compile_seconds"} <= set(stats)
     assert (files / "g.dot").read_text().startswith("digraph")
     packets = [
-        {"msg.stock": "GOOGL", "msg.price": 1000001, "msg.shares": 1},   # > 100.0001: both
-        {"msg.stock": "GOOGL", "msg.price": 500001, "msg.shares": 1},    # 50.0001: port 1
-        {"msg.stock": "AAPL", "msg.price": 9999999, "msg.shares": 5000},  # shares: port 2
-        {"msg.stock": "AAPL", "msg.price": 9999999, "msg.shares": 5},     # nobody
+        {"msg.stock": "GOOGL", "msg.price": "100.0001", "msg.shares": 1},   # > 100.0001: both
+        {"msg.stock": "GOOGL", "msg.price": "50.0001", "msg.shares": 1},    # 50.0001: port 1
+        {"msg.stock": "AAPL", "msg.price": "999.9999", "msg.shares": 5000},  # shares: port 2
+        {"msg.stock": "AAPL", "msg.price": "999.9999", "msg.shares": 5},     # nobody
     ]
     (files / "p.jsonl").write_text("\n".join(json.dumps(p) for p in packets) + "\n")
     capsys.readouterr()

@@ -392,8 +392,9 @@ def write_itch_trace(path: Path, messages: int, seed: int) -> None:
         for i in range(messages):
             f.write(json.dumps({
                 "add_order.stock": STOCKS[rng.integers(len(STOCKS))],
-                "add_order.price": int(rng.choice([500000, 1205000, 1205001, 1500000, 1800000, 2500001, 4000001,
-                                                   9000000, 10000001])),
+                # decimal strings in whole units (docs/packets.md): "120.5001" is the raw 1205001
+                "add_order.price": str(Decimal(int(rng.choice([500000, 1205000, 1205001, 1500000, 1800000, 2500001,
+                                                               4000001, 9000000, 10000001]))).scaleb(-4)),
                 "add_order.shares": int(rng.choice([10, 11, 99, 100, 499, 500, 1001, 50001])),
                 "add_order.buy_sell_indicator": "B" if rng.integers(2) else "S",
                 "packet": i // 3, "bytes": 38,
