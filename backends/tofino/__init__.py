@@ -41,6 +41,7 @@ from backends.tofino.resources import Estimate, estimate
 from backends.tofino.target import TOFINO1, Target, facts
 from compiler import ir
 from compiler.compile import Budget
+from compiler.default_path import default_of
 from compiler.errors import ResourceError, TargetError
 from compiler.spec import Spec
 from compiler.tables import TableOptions
@@ -113,6 +114,11 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
     messages = message_layout(pipeline)
     mode = _batch.choose_mode(messages, options.batch)
     check_state(pipeline, "tofino", batched=mode != "single")
+    if pipeline.default_control and (mode == "union" or pipeline.delivery.is_bitmap
+                                     or options.network_up_ports is not None):
+        raise TargetError(f"tofino: --default {default_of(pipeline)} is rendered for one message per packet on a "
+                          "lone switch with --delivery groups (the egress of the other programs expects a bridged "
+                          "header on every packet); use --default drop, --delivery groups or --batch first")
     if pipeline.delivery.is_bitmap:
         if mode == "union" or options.network_up_ports is not None:
             raise TargetError("tofino: port-bitmap delivery is rendered for one message per packet on a lone switch; "

@@ -328,3 +328,18 @@ def test_the_shipped_itch_example_fits_by_folding_miss_tables():
     r = tofino.build(pipeline)
     assert r.resources["notes"]["miss_tables_folded"] and r.resources["notes"]["messages_per_packet"] == 12
     assert r.estimate.stages <= 12 and not any(t.on_miss for t in r.batched.pipeline.tables)
+
+
+def test_a_default_path_is_refused_where_the_egress_expects_a_bridged_header():
+    """--default fwd(PORT) on the batched ITCH program: a clear refusal, not a crash in the estimate."""
+    from compiler.compile import CompileOptions, compile_rules
+    from compiler.default_path import parse_default
+    from compiler.lang import parse_rules
+    from compiler.spec_reader import read_spec
+
+    spec = read_spec(ITCH_SPEC)
+    rules = parse_rules((ITCH_SPEC.parent / "rules.sub").read_text())
+    pipeline = compile_rules(spec, rules, CompileOptions(default=parse_default("fwd(3)"))).pipeline
+    with pytest.raises(TargetError, match="--default fwd\\(3\\)"):
+        tofino.build(pipeline)
+    assert tofino.build(pipeline, TofinoOptions(batch="first")).program.text.count("p4sub_default") >= 2
