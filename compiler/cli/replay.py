@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     if args.batch_packets < 1:
         raise P4subError("--batch-packets must be at least 1")
     for trace in args.trace:  # a missing trace or a FIFO is said now, not after Spark has started
-        check_regular(trace, "trace")
+        if not storage.is_url(trace):  # a URL's store is asked below (storage.file_size)
+            check_regular(trace, "trace")
     stages: dict[str, float] = {"start": process_age()}  # the interpreter and imports, before run()
     clock = time.perf_counter()
 

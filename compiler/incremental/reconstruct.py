@@ -123,6 +123,8 @@ def read_lane(pipeline: ir.Pipeline, lane: int, fields: dict[str, QueryField],
     for name in pipeline.control:
         t = tables.get(name)
         if t is not None and t.role == "field":
+            if "," in t.attribute:  # compiler.tables.validity_stage: several levels in one table
+                raise Fallback(f"header validity folded into one table ({t.attribute}) is not read back yet")
             if t.attribute not in fields:
                 raise Fallback(f"the pipeline matches {t.attribute}, which the rules do not test")
             levels.append(Level(fields[t.attribute], t.keys[1].match_kind, t.name, t.on_miss or ""))

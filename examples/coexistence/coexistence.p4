@@ -46,7 +46,7 @@ header int_hop_latency_t { bit<32> hop_latency; }
 @query_field_exact(add_order.shares)
 @query_field(add_order.price)
 @query_field(add_order.stock, string)
-@query_field_exact(dns_query.label)
+@query_field_exact(dns_query.label, string)
 @query_field_exact(int_switch_id.switch_id)
 @query_field(int_hop_latency.hop_latency)
 @query_action(answerDNS, 32)
