@@ -227,8 +227,6 @@ def write_request(plan: CombinedPlan, sp: SwitchPlan) -> dict[str, Any]:
 
 def cli_commands(plan: CombinedPlan, sp: SwitchPlan) -> list[str]:
     """The same state as ``simple_switch_CLI`` commands."""
-    from backends.bmv2.cli_commands import cli_priorities
-
     tables, entries = stack_tables(plan, sp)
     by_name = {t.name: (t, c) for t, _, c in tables}
     out = multicast_commands(tuple(ir.MulticastGroup(g, ports) for g, ports in sp.groups))
@@ -237,16 +235,31 @@ def cli_commands(plan: CombinedPlan, sp: SwitchPlan) -> list[str]:
         t, control = by_name[e.table]
         out.append(table_add(e, t, control, None))
     if sp.ingress:
-        pipeline = plan.pipeline
-        for t in pipeline.tables:
-            if t.default_action != "NoAction":
-                args = " ".join(number(a) for a in t.default_args)
-                out.append(f"table_set_default {INGRESS}.{t.name} {INGRESS}.{t.default_action} {args}".rstrip())
-        for t in pipeline.tables:
-            rows = pipeline.entries_of(t.name)
-            prio = cli_priorities(rows) if t.needs_priority else {}
-            out.extend(table_add(e, t, INGRESS, prio.get(e.priority) if t.needs_priority else None) for e in rows)
+        out += edge_commands(plan.pipeline)
     return out
+
+
+def edge_commands(pipeline: ir.Pipeline) -> list[str]:
+    """``simple_switch_CLI`` commands for an ingress edge's subscription tables (shared with VT programs)."""
+    from backends.bmv2.cli_commands import cli_priorities
+
+    out = []
+    for t in pipeline.tables:
+        if t.default_action != "NoAction":
+            args = " ".join(number(a) for a in t.default_args)
+            out.append(f"table_set_default {INGRESS}.{t.name} {INGRESS}.{t.default_action} {args}".rstrip())
+    for t in pipeline.tables:
+        rows = pipeline.entries_of(t.name)
+        prio = cli_priorities(rows) if t.needs_priority else {}
+        out.extend(table_add(e, t, INGRESS, prio.get(e.priority) if t.needs_priority else None) for e in rows)
+    return out
+
+
+def entries_text(request: dict) -> str:
+    """A P4Runtime write request as JSON with one update per line (diffable, streamable)."""
+    lines = [json.dumps(u, separators=(",", ":")) for u in request["updates"]]
+    head = {k: v for k, v in request.items() if k != "updates"}
+    return json.dumps(head)[:-1] + ', "updates": [\n  ' + ",\n  ".join(lines) + "\n]}\n"
 
 
 def render_stack(plan: CombinedPlan, switch: str) -> dict[str, str]:
@@ -254,9 +267,7 @@ def render_stack(plan: CombinedPlan, switch: str) -> dict[str, str]:
     sp = plan.switches[switch]
     text = program_text(plan, sp)
     request = write_request(plan, sp)
-    lines = [json.dumps(u, separators=(",", ":")) for u in request["updates"]]
-    head = {k: v for k, v in request.items() if k != "updates"}
-    entries_text = json.dumps(head)[:-1] + ', "updates": [\n  ' + ",\n  ".join(lines) + "\n]}\n"
+    entries = entries_text(request)
     info = {
         "target": V1MODEL.name, "architecture": V1MODEL.architecture, "mode": "header-stack",
         "encoding": plan.encoding, "switch": sp.name, "switch_id": sp.switch_id, "edge": sp.ingress,
@@ -265,7 +276,7 @@ def render_stack(plan: CombinedPlan, switch: str) -> dict[str, str]:
         "drop_reasons": list(DROP_REASONS), "recirculations_per_packet": 0,
         "multicast_groups": len(sp.groups),
     }
-    return {PROGRAM: text, ENTRIES: entries_text, COMMANDS: "\n".join(cli_commands(plan, sp)) + "\n",
+    return {PROGRAM: text, ENTRIES: entries, COMMANDS: "\n".join(cli_commands(plan, sp)) + "\n",
             INFO: json.dumps(info, indent=2) + "\n"}
 
 

@@ -31,9 +31,9 @@ from compiler.delivery.combined import RSET_META
 from compiler.delivery.vt.combined import VT_DROP_REASONS, VtPlan, VtSwitchPlan, push_words
 from compiler.errors import TargetError
 
-from backends.bmv2.cli_commands import number, table_add
+from backends.bmv2.cli_commands import table_add
 from backends.bmv2.p4runtime import FORMAT, table_entry
-from backends.bmv2.stack_program import edge_context
+from backends.bmv2.stack_program import edge_commands, edge_context, entries_text
 from backends.bmv2.target import V1MODEL
 from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, struct_decl
 from backends.common.templates import render_template
@@ -140,8 +140,6 @@ def write_request(plan: VtPlan, sp: VtSwitchPlan) -> dict[str, Any]:
 
 def cli_commands(plan: VtPlan, sp: VtSwitchPlan) -> list[str]:
     """The same state as ``simple_switch_CLI`` commands."""
-    from backends.bmv2.cli_commands import cli_priorities
-
     tables, entries = vt_tables(plan, sp)
     by_name = {t.name: (t, c) for t, _, c in tables}
     out = [f"mirroring_add {p} {p}" for p in sp.ports]
@@ -149,15 +147,7 @@ def cli_commands(plan: VtPlan, sp: VtSwitchPlan) -> list[str]:
         t, control = by_name[e.table]
         out.append(table_add(e, t, control, None))
     if sp.ingress:
-        pipeline = plan.pipeline
-        for t in pipeline.tables:
-            if t.default_action != "NoAction":
-                args = " ".join(number(a) for a in t.default_args)
-                out.append(f"table_set_default {INGRESS}.{t.name} {INGRESS}.{t.default_action} {args}".rstrip())
-        for t in pipeline.tables:
-            rows = pipeline.entries_of(t.name)
-            prio = cli_priorities(rows) if t.needs_priority else {}
-            out.extend(table_add(e, t, INGRESS, prio.get(e.priority) if t.needs_priority else None) for e in rows)
+        out += edge_commands(plan.pipeline)
     return out
 
 
@@ -166,9 +156,7 @@ def render_vt(plan: VtPlan, switch: str) -> dict[str, str]:
     sp = plan.switches[switch]
     text = program_text(plan, sp)
     request = write_request(plan, sp)
-    lines = [json.dumps(u, separators=(",", ":")) for u in request["updates"]]
-    head = {k: v for k, v in request.items() if k != "updates"}
-    entries_text = json.dumps(head)[:-1] + ', "updates": [\n  ' + ",\n  ".join(lines) + "\n]}\n"
+    entries = entries_text(request)
     info = {
         "target": V1MODEL.name, "architecture": V1MODEL.architecture, "mode": "virtual-trees",
         "strategy": plan.strategy, "max_rules": plan.max_rules, "switch": sp.name, "switch_id": sp.switch_id,
@@ -177,7 +165,7 @@ def render_vt(plan: VtPlan, switch: str) -> dict[str, str]:
         "check_tree_entries": len(sp.trees), "links": len(sp.links), "clone_sessions": len(sp.ports),
         "recirculations_per_packet": "labels + copies - 1",
     }
-    return {PROGRAM: text, ENTRIES: entries_text, COMMANDS: "\n".join(cli_commands(plan, sp)) + "\n",
+    return {PROGRAM: text, ENTRIES: entries, COMMANDS: "\n".join(cli_commands(plan, sp)) + "\n",
             INFO: json.dumps(info, indent=2) + "\n"}
 
 
