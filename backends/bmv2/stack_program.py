@@ -216,11 +216,7 @@ def write_request(plan: CombinedPlan, sp: SwitchPlan) -> dict[str, Any]:
         t, a, control = by_name[e.table]
         updates.append({"type": "INSERT", "entity": {"table_entry": table_entry(e, t, a, control)}})
     if sp.ingress:
-        pipeline = plan.pipeline
-        tables_ir = {t.name: t for t in pipeline.tables}
-        for e in pipeline.entries:
-            updates.append({"type": "INSERT", "entity": {"table_entry": table_entry(
-                e, tables_ir[e.table], pipeline.action(e.action), INGRESS)}})
+        updates += edge_updates(plan.pipeline)
     return {"format": FORMAT, "pipeline": f"p4sub-stack-{sp.name}",
             "controls": {"ingress": INGRESS, "egress": EGRESS}, "updates": updates}
 
@@ -237,6 +233,13 @@ def cli_commands(plan: CombinedPlan, sp: SwitchPlan) -> list[str]:
     if sp.ingress:
         out += edge_commands(plan.pipeline)
     return out
+
+
+def edge_updates(pipeline: ir.Pipeline) -> list[dict[str, Any]]:
+    """P4Runtime inserts of an ingress edge's subscription entries (shared with VT programs)."""
+    tables = {t.name: t for t in pipeline.tables}
+    return [{"type": "INSERT", "entity": {"table_entry": table_entry(e, tables[e.table], pipeline.action(e.action), INGRESS)}}
+            for e in pipeline.entries]
 
 
 def edge_commands(pipeline: ir.Pipeline) -> list[str]:

@@ -33,7 +33,7 @@ from compiler.errors import TargetError
 
 from backends.bmv2.cli_commands import table_add
 from backends.bmv2.p4runtime import FORMAT, table_entry
-from backends.bmv2.stack_program import edge_commands, edge_context, entries_text
+from backends.bmv2.stack_program import edge_commands, edge_context, edge_updates, entries_text
 from backends.bmv2.target import V1MODEL
 from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, struct_decl
 from backends.common.templates import render_template
@@ -129,11 +129,7 @@ def write_request(plan: VtPlan, sp: VtSwitchPlan) -> dict[str, Any]:
         t, a, control = by_name[e.table]
         updates.append({"type": "INSERT", "entity": {"table_entry": table_entry(e, t, a, control)}})
     if sp.ingress:
-        pipeline = plan.pipeline
-        tables_ir = {t.name: t for t in pipeline.tables}
-        for e in pipeline.entries:
-            updates.append({"type": "INSERT", "entity": {"table_entry": table_entry(
-                e, tables_ir[e.table], pipeline.action(e.action), INGRESS)}})
+        updates += edge_updates(plan.pipeline)
     return {"format": FORMAT, "pipeline": f"p4sub-vt-{sp.name}",
             "controls": {"ingress": INGRESS, "egress": EGRESS}, "updates": updates}
 
