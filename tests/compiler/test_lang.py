@@ -19,9 +19,9 @@ def test_print_then_parse_gives_the_same_ast(rules: ast.RuleSet) -> None:
 
 
 CAMUS_EXAMPLES = [
-    # the original Camus compiler's examples/itch_rules.txt
-    'add_order.shares = 1: fwd(1);\nadd_order.shares > 100 and add_order.stock = "BFN": fwd(2);\n'
-    "ipv4.dstAddr = 192.168.0.0/16: fwd(4);",
+    # written in the spelling of the original Camus compiler's examples (=, quoted strings, a prefix)
+    'add_order.shares = 7: fwd(3);\nadd_order.shares > 250 and add_order.stock = "QRS": fwd(5);\n'
+    "ipv4.dstAddr = 172.16.0.0/12: fwd(6);",
     # the Camus paper (CoNEXT'20): §2, §4, §7
     "stock == GOOGL : fwd(1)",
     "stock == GOOGL : fwd(1,2,3)",
