@@ -8,6 +8,7 @@ to stderr too, so that ``p4sub gen rules -o -`` can be piped.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import sys
 import time
@@ -15,6 +16,7 @@ from typing import Callable, Iterator, TextIO
 
 from compiler.cli import add_command
 from compiler.errors import P4subError
+from compiler.outputs import staged
 
 
 def _range(text: str) -> tuple[int, int]:
@@ -83,7 +85,8 @@ def run_itch(args: argparse.Namespace) -> int:
     started = time.monotonic()
     if args.format == "pcap":
         ep = UdpEndpoints(src_ip=args.src_ip, dst_ip=args.dst_ip, src_port=args.src_port, dst_port=args.dst_port)
-        s = write_itch_feed(args.output, cfg, ep, progress, udp_checksum=not args.no_udp_checksum)
+        with staged(args.output) as tmp:
+            s = write_itch_feed(tmp, cfg, ep, progress, udp_checksum=not args.no_udp_checksum)
         summary = f"{s.messages:,} messages in {s.packets:,} packets ({s.bytes / 1e6:.1f} MB)"
     else:
         def counted() -> Iterator:
@@ -91,7 +94,8 @@ def run_itch(args: argparse.Namespace) -> int:
                 if i % 100_000 == 0:
                     progress(i, cfg.messages)
                 yield m
-        n = write_binary_file(args.output, counted(), compress=args.format == "binaryfile.gz")
+        with staged(args.output) as tmp:
+            n = write_binary_file(tmp, counted(), compress=args.format == "binaryfile.gz")
         summary = f"{n:,} messages (Nasdaq BinaryFILE{', gzip' if args.format == 'binaryfile.gz' else ''})"
     progress.finish()
     if not args.quiet:
@@ -108,7 +112,8 @@ def run_int(args: argparse.Namespace) -> int:
     cfg.validate()
     progress = _Progress("gen int", args.progress or (not args.quiet and args.packets >= 200_000))
     started = time.monotonic()
-    s = write_int_trace(args.output, cfg, progress)
+    with staged(args.output) as tmp:
+        s = write_int_trace(tmp, cfg, progress)
     progress.finish()
     if not args.quiet:
         kind = "telemetry reports" if args.reports else "INT-MD packets"
@@ -175,7 +180,8 @@ def run_siena(args: argparse.Namespace) -> int:
     started = time.monotonic()
     columns = siena_packets(args.packets, cfg, args.seed)  # validates everything before the file exists
     progress = _Progress("gen siena", args.progress or (not args.quiet and args.packets >= 1_000_000))
-    n = write_siena_pcap(args.output, columns, DEFAULT_ENDPOINTS, udp_checksum=not args.no_udp_checksum, progress=progress)
+    with staged(args.output) as tmp:
+        n = write_siena_pcap(tmp, columns, DEFAULT_ENDPOINTS, udp_checksum=not args.no_udp_checksum, progress=progress)
     progress.finish()
     if not args.quiet:
         print(f"wrote {args.output}: {n:,} Siena messages of {cfg.attributes} attributes "
@@ -214,7 +220,8 @@ def run_spec(args: argparse.Namespace) -> int:
             yield start_ns + i * gap_ns, first if i == 0 else gen.packet()
 
     started = time.monotonic()
-    n = write_pcap(args.spec_output, frames())
+    with staged(args.spec_output) as tmp:
+        n = write_pcap(tmp, frames())
     progress.finish()
     if not args.spec_quiet:
         print(f"wrote {args.spec_output}: {n:,} packets of {spec.path} in {time.monotonic() - started:.1f} s",
@@ -234,7 +241,7 @@ def _without_spec(run: Callable[[argparse.Namespace], int]) -> Callable[[argpars
 
 def _write_text(path: str, text: str) -> None:
     try:
-        with open(path, "w", encoding="utf-8") as out:
+        with staged(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
             out.write(text)
     except OSError as exc:
         raise P4subError(f"{path}: cannot write: {exc.strerror or exc}") from None
@@ -243,21 +250,20 @@ def _write_text(path: str, text: str) -> None:
 def _write_lines(path: str, lines: Iterator[str], progress: Callable[[int], None]) -> int:
     # Validation errors surface on the first line, before the output file is created.
     first = next(lines)
-    try:
-        out: TextIO = sys.stdout if path == "-" else open(path, "w", encoding="utf-8", buffering=1 << 20)
-    except OSError as exc:
-        raise P4subError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    count = 1
-    try:
+    with contextlib.ExitStack() as stack:
+        try:
+            out: TextIO = (sys.stdout if path == "-" else
+                           stack.enter_context(open(stack.enter_context(staged(path)), "w", encoding="utf-8",
+                                                    buffering=1 << 20)))
+        except OSError as exc:
+            raise P4subError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        count = 1
         out.write(first + "\n")
         for line in lines:
             out.write(line + "\n")
             count += 1
             if count % 65536 == 0:
                 progress(count)
-    finally:
-        if out is not sys.stdout:
-            out.close()
     return count
 
 
