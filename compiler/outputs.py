@@ -36,3 +36,14 @@ def staged(path: str | os.PathLike[str]) -> Iterator[str]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def write_files(files: dict[str, str], out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Write rendered files ``{name: text}`` into ``out_dir`` (created if missing); their paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in files.items():
+        (out / name).write_text(text, encoding="utf-8")
+        written.append(out / name)
+    return written

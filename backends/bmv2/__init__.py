@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 
 from compiler import ir
+from compiler.outputs import write_files
 
 from backends.bmv2.cli_commands import commands
 from backends.bmv2.include import IncludeOptions, render_include
@@ -60,24 +61,15 @@ def render(pipeline: ir.Pipeline, options: Bmv2Options | None = None) -> dict[st
 
 def emit(pipeline: ir.Pipeline, out_dir: str | Path, options: Bmv2Options | None = None) -> list[Path]:
     """Render and write the BMv2 files into ``out_dir`` (created if missing); returns their paths."""
-    return _write(render(pipeline, options), out_dir)
+    return write_files(render(pipeline, options), out_dir)
 
 
 def emit_control(pipeline: ir.Pipeline, out_dir: str | Path, options: IncludeOptions = IncludeOptions()) -> list[Path]:
     """Include mode: write the subscription control ``p4sub_control.p4`` and its entries
     (:mod:`backends.bmv2.include`) into ``out_dir``; nothing is written when it cannot be rendered."""
-    return _write(render_include(pipeline, options), out_dir)
+    return write_files(render_include(pipeline, options), out_dir)
 
 
-def _write(files: dict[str, str], out_dir: str | Path) -> list[Path]:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in files.items():
-        path = out / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
 
 
 def network_options(up_ports: tuple[int, ...]) -> Bmv2Options:

@@ -45,6 +45,7 @@ from compiler.delivery.combined import (
     push_args,
 )
 from compiler.errors import TargetError
+from compiler.outputs import write_files
 from compiler.spec import Extract
 
 from backends.bmv2.cli_commands import multicast_commands, number, table_add
@@ -285,11 +286,4 @@ def render_stack(plan: CombinedPlan, switch: str) -> dict[str, str]:
 
 def emit_stack(plan: CombinedPlan, switch: str, out_dir: str | Path) -> list[Path]:
     """Render and write one switch's files into ``out_dir``."""
-    files = render_stack(plan, switch)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in files.items():
-        (out / name).write_text(text, encoding="utf-8")
-        written.append(out / name)
-    return written
+    return write_files(render_stack(plan, switch), out_dir)

@@ -30,6 +30,7 @@ from compiler import ir
 from compiler.delivery.combined import RSET_META
 from compiler.delivery.vt.combined import VT_DROP_REASONS, VtPlan, VtSwitchPlan, push_words
 from compiler.errors import TargetError
+from compiler.outputs import write_files
 
 from backends.bmv2.cli_commands import table_add
 from backends.bmv2.p4runtime import FORMAT, table_entry
@@ -166,11 +167,4 @@ def render_vt(plan: VtPlan, switch: str) -> dict[str, str]:
 
 
 def emit_vt(plan: VtPlan, switch: str, out_dir: str | Path) -> list[Path]:
-    files = render_vt(plan, switch)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in files.items():
-        (out / name).write_text(text, encoding="utf-8")
-        written.append(out / name)
-    return written
+    return write_files(render_vt(plan, switch), out_dir)

@@ -43,6 +43,7 @@ from compiler import ir
 from compiler.compile import Budget
 from compiler.default_path import default_of
 from compiler.errors import ResourceError, TargetError
+from compiler.outputs import write_files
 from compiler.spec import Spec
 from compiler.tables import TableOptions
 
@@ -173,14 +174,7 @@ def write(rendered: Rendered, out_dir: str | Path) -> Rendered:
 def emit_control(pipeline: ir.Pipeline, out_dir: str | Path, options: IncludeOptions = IncludeOptions()) -> list[Path]:
     """Include mode: write the subscription control ``p4sub_control.p4``, ``entries.bfrt.json``,
     ``resources.json`` and ``tofino.json`` into ``out_dir`` (nothing when a check fails)."""
-    files = render_include(pipeline, options)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in files.items():
-        (out / name).write_text(text, encoding="utf-8")
-        written.append(out / name)
-    return written
+    return write_files(render_include(pipeline, options), out_dir)
 
 
 def network_options(up_ports: tuple[int, ...]) -> TofinoOptions:
