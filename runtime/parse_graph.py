@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from compiler import spec_expr as ex
+from compiler import validity
 from compiler.errors import SpecError
 from compiler.spec import Advance, Extract, HeaderType, Spec
 from compiler.spec_reader import parse_expression
@@ -115,8 +116,8 @@ class ParsedPacket:
         for ref in fields:
             if metadata is not None and ref in metadata:
                 out[ref] = metadata[ref]
-            elif ref.endswith(".$valid"):
-                out[ref] = int(self.valid(ref[: -len(".$valid")]))
+            elif validity.is_validity(ref):
+                out[ref] = int(self.valid(validity.header_of_validity(ref)))
             else:
                 v = self.value(ref)
                 out[ref] = 0 if v is None else v
