@@ -232,6 +232,17 @@ def subscription_context(plan: CombinedPlan | VtPlan, target: Target) -> tuple[d
     return context, pipeline_metadata_members(pipeline) + user_call_members(pipeline)
 
 
+def metadata_context(members: list[Member], egress_members: list[Member]) -> dict[str, Any]:
+    """The ingress and egress metadata structs and the parser lines that zero every member (TNA
+    metadata is not zeroed for the program)."""
+    def zero(ms: list[Member]) -> list[str]:
+        return [f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in ms]
+
+    return {"metadata_struct": struct_decl(METADATA_STRUCT, members),
+            "egress_metadata_struct": struct_decl(EGRESS_METADATA, egress_members),
+            "meta_init": zero(members), "egress_meta_init": zero(egress_members)}
+
+
 def program_text(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -> str:
     """``program.p4`` for switch ``sp``; raises a :class:`TargetError` if it cannot be rendered."""
     _check(plan, sp, target)
@@ -266,10 +277,7 @@ def program_text(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -
         extra, pipeline_members = subscription_context(plan, target)
         context.update(extra)
         members += pipeline_members
-    context["metadata_struct"] = struct_decl(METADATA_STRUCT, members)
-    context["egress_metadata_struct"] = struct_decl(EGRESS_METADATA, egress_members)
-    context["meta_init"] = [f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in members]
-    context["egress_meta_init"] = [f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in egress_members]
+    context.update(metadata_context(members, egress_members))
     return render_template(__file__, "stack.p4.j2", **context)
 
 

@@ -33,16 +33,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, struct_decl
-from backends.common.literals import literal
+from backends.bmv2.vt_program import host_size, link_size, tree_size
+from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits
 from backends.common.templates import render_template
 from backends.tofino.batch import EGRESS_PORT_KEY
-from backends.bmv2.vt_program import host_size, link_size, tree_size
 from backends.tofino.bfrt import FORMAT, entry_json, pre_records
 from backends.tofino.layout import TableLayout
 from backends.tofino.program import EGRESS_HEADERS, EGRESS_METADATA, SPEC_START
-from backends.tofino.stack_program import (EGRESS_PARSE_BYTES, StackTable, exact_table, push_size, rset_width,
-                                           stack_entry, subscription_context, subscription_layout, table_summary)
+from backends.tofino.stack_program import (EGRESS_PARSE_BYTES, StackTable, exact_table, metadata_context, push_size,
+                                           rset_width, stack_entry, subscription_context, subscription_layout,
+                                           table_summary)
 from backends.tofino.target import TOFINO1, Target
 from compiler import ir
 from compiler.delivery.combined import RSET_META
@@ -152,10 +152,7 @@ def program_text(plan: VtPlan, sp: VtSwitchPlan, target: Target = TOFINO1) -> st
         extra, pipeline_members = subscription_context(plan, target)
         context.update(extra)
         members += pipeline_members
-    context["metadata_struct"] = struct_decl(METADATA_STRUCT, members)
-    context["egress_metadata_struct"] = struct_decl(EGRESS_METADATA, egress_members)
-    context["meta_init"] = [f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in members]
-    context["egress_meta_init"] = [f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in egress_members]
+    context.update(metadata_context(members, egress_members))
     return render_template(__file__, "vt.p4.j2", **context)
 
 

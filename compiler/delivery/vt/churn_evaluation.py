@@ -22,7 +22,6 @@ import networkx as nx
 
 from compiler.delivery.vt.churn import SCENARIOS, churned_workloads, scenario
 from compiler.delivery.vt.evaluation import Accumulator, VtEvalConfig, deliver, install
-from compiler.delivery.vt.strategies import make_strategy
 from compiler.errors import P4subError
 from compiler.topology import Topology
 
@@ -47,17 +46,12 @@ class ChurnConfig:
     prefilter: bool = True
 
     def __post_init__(self) -> None:
-        if self.runs < 1 or self.messages < 1:
-            raise P4subError("--runs and --messages must be at least 1")
+        self.delivery()  # runs, messages, rules and strategies are checked as chapter 5's
         bad = [s for s in self.scenarios if s not in SCENARIOS]
         if bad or not self.scenarios:
             raise P4subError(f"--scenarios: expected some of {', '.join(SCENARIOS)}, got {', '.join(bad) or 'none'}")
         if not self.churn or any(not 0 <= c <= 1 for c in self.churn):
             raise P4subError("--churn percentages must be between 0 and 100")
-        if not self.rules or any(r < 0 for r in self.rules):
-            raise P4subError("rules per switch must be >= 0")
-        for s in self.strategies:
-            make_strategy(s)
 
     def delivery(self) -> VtEvalConfig:
         return VtEvalConfig(rules=self.rules, strategies=self.strategies, runs=self.runs, messages=self.messages,

@@ -9,8 +9,9 @@ per switch at the lowest churn level, one panel per scenario).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from compiler.delivery.report import save_report
 
 
 def markdown(report: dict) -> str:
@@ -112,14 +113,7 @@ def plot(report: dict, outdir: Path) -> list[Path]:
 
 
 def write_report(report: dict, outdir: str | Path, plots: bool = True) -> list[Path]:
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    written = [outdir / "vt-churn.json", outdir / "vt-churn.md"]
-    written[0].write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    written[1].write_text(markdown(report), encoding="utf-8")
-    if plots:
-        written += plot(report, outdir)
-    return written
+    return save_report(report, outdir, "vt-churn", markdown, plot if plots else None)
 
 
 def best(report: dict) -> dict[str, tuple[str, float]]:
