@@ -143,7 +143,7 @@ def register_vt(evals: argparse._SubParsersAction) -> None:
     v.add_argument("--no-prefilter", action="store_true", help="try every installed VT (slower, as listed)")
     v.add_argument("--seed", type=int, default=defaults.seed)
     v.add_argument("--payload", type=int, default=defaults.payload)
-    v.add_argument("--report", metavar="DIR", help="write vt.json, vt.md and plots to DIR")
+    v.add_argument("--report", metavar="DIR", help="write vt.json, vt.md and plots to DIR (vt-churn.* with --scenarios)")
     v.add_argument("--no-plots", action="store_true")
     v.add_argument("--quiet", action="store_true", help="no progress")
     v.set_defaults(func=run_vt)
