@@ -29,6 +29,7 @@ host links last.
 from __future__ import annotations
 
 import math
+import os
 import random
 import re
 from dataclasses import dataclass, field
@@ -576,7 +577,8 @@ def parse_topology_arg(spec: str, seed: int = 1) -> Topology:
     """Turn a CLI topology argument into a :class:`Topology`.
 
     Accepted forms: ``fat-tree:K``, ``leaf-spine:LEAVES,SPINES,HOSTS``, ``jellyfish:N[,DEGREE[,HOSTS]]``,
-    ``facebook[:PODS,RACKS,HOSTS,PLANES,SPINES]``, a ``.topo`` file, or a ``.graphml`` file.
+    ``facebook[:PODS,RACKS,HOSTS,PLANES,SPINES]``, ``zoo:NAME`` (a Topology Zoo network,
+    :func:`zoo_file`), a ``.topo`` file, or a ``.graphml`` file.
     """
     from compiler.topology_file import read_graphml, read_topology
 
@@ -604,6 +606,8 @@ def parse_topology_arg(spec: str, seed: int = 1) -> Topology:
             pods, racks, hosts, planes, spines = _ints(rest, 5, 5, spec)
             _bounded(spec, pods * racks * (1 + hosts) + pods * planes + planes * spines)
             return facebook_fabric(pods, racks, hosts, planes, spines)
+        if kind == "zoo":
+            return read_graphml(zoo_file(rest.strip()))
     except ValueError as exc:
         raise P4subError(f"bad topology spec {spec!r}: {exc}") from None
     path = Path(spec)
@@ -612,9 +616,34 @@ def parse_topology_arg(spec: str, seed: int = 1) -> Topology:
     if path.suffix.lower() in (".graphml", ".xml"):
         return read_graphml(path)
     raise P4subError(
-        f"unknown topology {spec!r}; use fat-tree:K, leaf-spine:L,S,H, jellyfish:N[,D[,H]], facebook, "
+        f"unknown topology {spec!r}; use fat-tree:K, leaf-spine:L,S,H, jellyfish:N[,D[,H]], facebook, zoo:NAME, "
         "or a .topo / .graphml file"
     )
+
+
+#: Where ``zoo:NAME`` looks for ``NAME.graphml``, in order (docs/topology.md, "Topology Zoo GraphML").
+ZOO_ENV = "P4SUB_ZOO_DIR"
+ZOO_BUNDLED = Path(__file__).resolve().parents[1] / "examples" / "zoo"
+ZOO_CACHE = Path("~/.cache/p4sub/topology-zoo")
+
+
+def zoo_dirs() -> list[Path]:
+    """``$P4SUB_ZOO_DIR``, the files bundled in examples/zoo, then ``~/.cache/p4sub/topology-zoo``."""
+    env = os.environ.get(ZOO_ENV)
+    return ([Path(env).expanduser()] if env else []) + [ZOO_BUNDLED, ZOO_CACHE.expanduser()]
+
+
+def zoo_file(name: str) -> Path:
+    """The GraphML file of Topology Zoo network ``name`` (``Dfn``, ``Litnet``; case as the Zoo spells it)."""
+    if not name or "/" in name or name.startswith("."):
+        raise P4subError(f"zoo:{name}: expected a Topology Zoo network name such as zoo:Dfn")
+    dirs = zoo_dirs()
+    for d in dirs:
+        for candidate in (d / f"{name}.graphml", d / "graphml" / f"{name}.graphml"):
+            if candidate.is_file():
+                return candidate
+    raise P4subError(f"zoo:{name}: no {name}.graphml in {', '.join(str(d) for d in dirs)}; download the Zoo's "
+                     f"GraphML files into one of them (docs/topology.md, \"Topology Zoo GraphML\") or set {ZOO_ENV}")
 
 
 #: Generated topologies (``fat-tree:K``, ...) larger than this many nodes are refused before they are

@@ -114,7 +114,7 @@ class VtNetwork:
                 index += 1
             if final:
                 break
-        send = remaining & ~stopped & ((1 << 64) - 1)
+        send = remaining & ~stopped & ((1 << self.plan.mask_width) - 1)
         if in_port >= 1:
             send &= ~(1 << (in_port - 1))
         if send == 0:

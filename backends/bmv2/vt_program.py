@@ -59,6 +59,10 @@ def link_size(sp: VtSwitchPlan) -> int:
     return max(64, len(sp.links))
 
 
+def host_size(sp: VtSwitchPlan) -> int:
+    return max(64, len(sp.host_ports))
+
+
 def push_size(plan: VtPlan) -> int:
     return max(64, len(plan.receiver_sets))
 
@@ -69,13 +73,13 @@ def vt_tables(plan: VtPlan, sp: VtSwitchPlan) -> tuple[list[tuple[ir.Table, ir.A
     port = ir.Param("port", V1MODEL.port_width)
     tables = [
         (ir.Table("check_tree", cur, ("vt_tree", "NoAction"), "NoAction", size=tree_size(plan)),
-         ir.Action("vt_tree", (ir.Param("mask", 64),)), INGRESS),
+         ir.Action("vt_tree", (ir.Param("mask", plan.mask_width),)), INGRESS),
         (ir.Table("check_hop", cur, ("vt_hop", "NoAction"), "NoAction", size=link_size(sp)),
          ir.Action("vt_hop", (port,)), INGRESS),
         (ir.Table("check_stop", cur, ("vt_stop", "NoAction"), "NoAction", size=link_size(sp)),
          ir.Action("vt_stop", (port,)), INGRESS),
         (ir.Table("vt_host_port", (ir.Key("standard_metadata.egress_port", V1MODEL.port_width, "exact"),),
-                  ("vt_strip", "NoAction"), "NoAction", size=64), ir.Action("vt_strip"), EGRESS),
+                  ("vt_strip", "NoAction"), "NoAction", size=host_size(sp)), ir.Action("vt_strip"), EGRESS),
     ]
     entries = [ir.Entry("check_tree", (ir.Exact(TREE | t),), "vt_tree", (m,)) for t, m in sp.trees]
     entries += [ir.Entry("check_hop", (ir.Exact(HOP | e),), "vt_hop", (p,)) for e, p in sp.links]
@@ -91,22 +95,29 @@ def vt_tables(plan: VtPlan, sp: VtSwitchPlan) -> tuple[list[tuple[ir.Table, ir.A
     return tables, entries
 
 
+#: p4c-bm2-ss limits a shift amount to 8 bits, and the program sets a port's bit by ``1 << (port - 1)``.
+MAX_SHIFT_PORT = 256
+
+
 def program_text(plan: VtPlan, sp: VtSwitchPlan) -> str:
     """``program.p4`` for switch ``sp``."""
-    if max(sp.ports, default=0) > 64:
-        raise TargetError(f"bmv2: switch {sp.name}: ports above 64 do not fit the 64-bit port masks")
+    if max(sp.ports, default=0) > MAX_SHIFT_PORT:
+        raise TargetError(f"bmv2: switch {sp.name} has port {max(sp.ports)}: the VT program sets a port's bitmap bit "
+                          f"with a shift, and p4c-bm2-ss limits shift amounts to 8 bits (ports 1..{MAX_SHIFT_PORT})")
     unused = {"no-subscriber" if not sp.ingress else "not-a-stack"}
     reasons = [{"name": r, "const": r.upper().replace("-", "_"), "index": i} for i, r in enumerate(VT_DROP_REASONS)
                if r not in unused]
     keep = "@field_list(1)"
-    members = [Member(bits(16), "vt_index", keep), Member(bits(64), "vt_remaining", keep),
-               Member(bits(64), "vt_stopped", keep), Member(bits(V1MODEL.port_width), "vt_in_port", keep),
-               Member(bits(64), "vt_send", keep), Member(bits(1), "vt_phase", keep),
+    w = plan.mask_width
+    members = [Member(bits(16), "vt_index", keep), Member(bits(w), "vt_remaining", keep),
+               Member(bits(w), "vt_stopped", keep), Member(bits(V1MODEL.port_width), "vt_in_port", keep),
+               Member(bits(w), "vt_send", keep), Member(bits(1), "vt_phase", keep),
                Member(bits(16), "vt_cur"), Member(bits(1), "vt_remove"), Member(bits(V1MODEL.port_width), "vt_port"),
                Member(bits(16), "vt_parse_left")]
     context: dict[str, Any] = dict(
         switch=sp.name, switch_id=sp.switch_id, n=plan.max_labels, reasons=reasons, n_reasons=len(VT_DROP_REASONS),
-        H=HEADERS_STRUCT, M=METADATA_STRUCT, edge=sp.ingress, tree_size=tree_size(plan), link_size=link_size(sp),
+        H=HEADERS_STRUCT, M=METADATA_STRUCT, edge=sp.ingress, w=w, tree_size=tree_size(plan), link_size=link_size(sp),
+        host_size=host_size(sp),
         header_types=[], spec_members=[], parser_states=[], emits=[], copies=[],
     )
     if sp.ingress:
@@ -158,7 +169,7 @@ def render_vt(plan: VtPlan, switch: str) -> dict[str, str]:
         "target": V1MODEL.name, "architecture": V1MODEL.architecture, "mode": "virtual-trees",
         "strategy": plan.strategy, "max_rules": plan.max_rules, "switch": sp.name, "switch_id": sp.switch_id,
         "edge": sp.ingress, "controls": {"ingress": INGRESS, "egress": EGRESS}, "max_labels": plan.max_labels,
-        "label_bytes": 2, "drop_reasons": list(VT_DROP_REASONS), "preserved_metadata": list(PRESERVED),
+        "label_bytes": 2, "mask_bits": plan.mask_width, "drop_reasons": list(VT_DROP_REASONS), "preserved_metadata": list(PRESERVED),
         "check_tree_entries": len(sp.trees), "links": len(sp.links), "clone_sessions": len(sp.ports),
         "recirculations_per_packet": "labels + copies - 1",
     }

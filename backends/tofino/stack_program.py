@@ -52,6 +52,7 @@ from backends.tofino.program import EGRESS_HEADERS, EGRESS_METADATA, SPEC_START,
 from backends.tofino.target import TOFINO1, Target, facts
 from compiler import ir
 from compiler.delivery.combined import DROP_REASONS, MIXED_TAGS, RSET_META, CombinedPlan, SwitchPlan, push_args
+from compiler.delivery.vt.combined import VtPlan
 from compiler.delivery.wire import ETH_HEADER
 from compiler.errors import TargetError
 
@@ -79,7 +80,7 @@ def bridge_bytes(max_labels: int) -> int:
     return 4 + 2 * math.ceil(max_labels / 8)
 
 
-def _table(name: str, keys: tuple[tuple[str, int], ...], action: ir.Action, gress: str, size: int,
+def exact_table(name: str, keys: tuple[tuple[str, int], ...], action: ir.Action, gress: str, size: int,
            entries: list[ir.Entry]) -> StackTable:
     table = ir.Table(name, tuple(ir.Key(f, w, "exact") for f, w in keys), (action.name, "NoAction"), "NoAction",
                      size=size)
@@ -95,15 +96,15 @@ def stack_tables(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -
     set_mask = ir.Action("p4sub_set_mask", (ir.Param("mask", plan.mask_width),))
     strip = ir.Action("p4sub_strip")
     tables = [
-        _table("p4sub_stored", ((STORED_KEY, 8 * plan.value_bytes),), set_mask, "ingress", stored_size(sp),
+        exact_table("p4sub_stored", ((STORED_KEY, 8 * plan.value_bytes),), set_mask, "ingress", stored_size(sp),
                [ir.Entry("p4sub_stored", (ir.Exact(t),), set_mask.name, (m,)) for t, m in sp.stored]),
-        _table("p4sub_host_port", ((EGRESS_PORT_KEY, target.port_width),), strip, "egress", 64,
+        exact_table("p4sub_host_port", ((EGRESS_PORT_KEY, target.port_width),), strip, "egress", 64,
                [ir.Entry("p4sub_host_port", (ir.Exact(p),), strip.name) for p in sp.host_ports]),
     ]
     if sp.ingress:
         push = ir.Action("p4sub_push_stack", (ir.Param("count", 16),)
                          + tuple(ir.Param(f"l{i}", label_bits) for i in range(plan.max_labels)))
-        tables.append(_table("p4sub_push", ((RSET_META, rset_width(plan)),), push, "ingress", push_size(plan),
+        tables.append(exact_table("p4sub_push", ((RSET_META, rset_width(plan)),), push, "ingress", push_size(plan),
                              [ir.Entry("p4sub_push", (ir.Exact(p.rsid),), push.name, push_args(plan, p))
                               for p in sp.pushes]))
     return tables
@@ -113,15 +114,15 @@ def stored_size(sp: SwitchPlan) -> int:
     return max(64, len(sp.stored))
 
 
-def push_size(plan: CombinedPlan) -> int:
+def push_size(plan: CombinedPlan | VtPlan) -> int:
     return max(64, len(plan.receiver_sets))
 
 
-def rset_width(plan: CombinedPlan) -> int:
+def rset_width(plan: CombinedPlan | VtPlan) -> int:
     return next(m.width for m in plan.pipeline.metadata if m.name == RSET_META)
 
 
-def subscription_layout(plan: CombinedPlan, target: Target = TOFINO1) -> Layout:
+def subscription_layout(plan: CombinedPlan | VtPlan, target: Target = TOFINO1) -> Layout:
     """The receiver-set pipeline's tables as Tofino matches them (program and entries read this one object)."""
     check_key_fields(plan.pipeline, facts(target))
     return plan_layout(plan.pipeline, TofinoOptions(target=target))
@@ -203,7 +204,7 @@ def _key_expression(stacked: set[str], intrinsic: dict[str, str]):
     return expr
 
 
-def _subscription_context(plan: CombinedPlan, target: Target) -> tuple[dict[str, Any], list[Member]]:
+def subscription_context(plan: CombinedPlan | VtPlan, target: Target) -> tuple[dict[str, Any], list[Member]]:
     """The edge's pieces: spec headers and parser, subscription tables and actions, push table."""
     pipeline = plan.pipeline
     eth = spec_ethernet(pipeline.spec)
@@ -229,6 +230,17 @@ def _subscription_context(plan: CombinedPlan, target: Target) -> tuple[dict[str,
         rset_literal_zero=literal(0, rset_width(plan)), push_size=push_size(plan),
     )
     return context, pipeline_metadata_members(pipeline) + user_call_members(pipeline)
+
+
+def metadata_context(members: list[Member], egress_members: list[Member]) -> dict[str, Any]:
+    """The ingress and egress metadata structs and the parser lines that zero every member (TNA
+    metadata is not zeroed for the program)."""
+    def zero(ms: list[Member]) -> list[str]:
+        return [f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in ms]
+
+    return {"metadata_struct": struct_decl(METADATA_STRUCT, members),
+            "egress_metadata_struct": struct_decl(EGRESS_METADATA, egress_members),
+            "meta_init": zero(members), "egress_meta_init": zero(egress_members)}
 
 
 def program_text(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -> str:
@@ -262,24 +274,21 @@ def program_text(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -
         mask_bits=plan.mask_width, mixed_rows=mixed_rows(plan) if plan.encoding == "mixed" else [],
     )
     if sp.ingress:
-        extra, pipeline_members = _subscription_context(plan, target)
+        extra, pipeline_members = subscription_context(plan, target)
         context.update(extra)
         members += pipeline_members
-    context["metadata_struct"] = struct_decl(METADATA_STRUCT, members)
-    context["egress_metadata_struct"] = struct_decl(EGRESS_METADATA, egress_members)
-    context["meta_init"] = [f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in members]
-    context["egress_meta_init"] = [f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in egress_members]
+    context.update(metadata_context(members, egress_members))
     return render_template(__file__, "stack.p4.j2", **context)
 
 
-def _stack_entry(entry: ir.Entry, table: StackTable, target: Target) -> dict[str, Any]:
+def stack_entry(entry: ir.Entry, table: StackTable, target: Target) -> dict[str, Any]:
     key = {k.field: key_json(m, k) for m, k in zip(entry.matches, table.layout.keys)}
     data = {p4info_param_name(p): a for p, a in zip(table.action.params, entry.args)}
     return {"table_name": table_name(table.layout, target), "action": action_name(entry.action, table.layout, target),
             "key": key, "data": data}
 
 
-def _table_summary(t: TableLayout, target: Target) -> dict[str, Any]:
+def table_summary(t: TableLayout, target: Target) -> dict[str, Any]:
     return {"table_name": table_name(t, target), "gress": t.gress, "size": t.size,
             "keys": [{"name": k.field, "match_type": k.match_kind, "width": k.width} for k in t.keys],
             "actions": [action_name(a, t, target) for a in t.table.actions], "priority": t.needs_priority}
@@ -296,7 +305,7 @@ def document(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -> di
     }]
     stack = stack_tables(plan, sp, target)
     for t in stack:
-        entries.extend(_stack_entry(e, t, target) for e in t.layout.entries)
+        entries.extend(stack_entry(e, t, target) for e in t.layout.entries)
     layouts = [own] + [t.layout for t in stack]
     if sp.ingress:
         layout = subscription_layout(plan, target)
@@ -304,7 +313,7 @@ def document(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -> di
         layouts += list(layout.tables)
     groups = tuple(ir.MulticastGroup(g, ports) for g, ports in sp.groups)
     return {"format": FORMAT, "target": target.name, "p4_name": Path(PROGRAM).stem,
-            "pipeline": f"p4sub-stack-{sp.name}", "tables": [_table_summary(t, target) for t in layouts],
+            "pipeline": f"p4sub-stack-{sp.name}", "tables": [table_summary(t, target) for t in layouts],
             "entries": entries, "pre": pre_records(groups)}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable
 
 #: (file stem, metric, y label, title, dissertation figure, log scale)
 FIGURES = (
@@ -95,13 +96,20 @@ def plot(report: dict, outdir: Path) -> list[Path]:
         paths.append(path)
     return paths
 
-def write_report(report: dict, outdir: str | Path, plots: bool = True) -> list[Path]:
-    """``delivery.json``, ``delivery.md`` and the plots in ``outdir`` (created if missing)."""
+def save_report(report: dict, outdir: str | Path, stem: str, markdown: Callable[[dict], str],
+                plot_files: Callable[[dict, Path], list[Path]] | None) -> list[Path]:
+    """``STEM.json``, ``STEM.md`` and the plots (``plot_files``, unless None) in ``outdir`` (created if
+    missing): what every ``p4sub eval`` writes."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    written = [outdir / "delivery.json", outdir / "delivery.md"]
-    written[0].write_text(json.dumps(report, indent=1, sort_keys=False) + "\n", encoding="utf-8")
-    written[1].write_text(markdown_table(report), encoding="utf-8")
-    if plots:
-        written += plot(report, outdir)
+    written = [outdir / f"{stem}.json", outdir / f"{stem}.md"]
+    written[0].write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    written[1].write_text(markdown(report), encoding="utf-8")
+    if plot_files is not None:
+        written += plot_files(report, outdir)
     return written
+
+
+def write_report(report: dict, outdir: str | Path, plots: bool = True) -> list[Path]:
+    """``delivery.json``, ``delivery.md`` and the plots in ``outdir`` (created if missing)."""
+    return save_report(report, outdir, "delivery", markdown_table, plot if plots else None)

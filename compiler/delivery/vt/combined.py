@@ -10,8 +10,10 @@ the VTs the strategy installed, and the transit program: the VT-aware pipeline
 Installed state per switch (:class:`VtSwitchPlan`): ``check_tree`` entries (VT id -> port bitmap,
 at most ``max_rules``), ``check_hop`` / ``check_stop`` entries (one each per link of the switch),
 host ports (stack stripped there), one clone session per port (the program clones each copy,
-Listing 5.4), and on ingress switches the pushes. Port bitmaps are 64 bits, as the dissertation's
-``remaining_ports``: ports 1 to 64.
+Listing 5.4), and on ingress switches the pushes. Port bitmaps (``remaining_ports``, a tree's
+ports) are 64 bits, as the dissertation's, when every port is at most 64; a topology with a higher
+port gets the next multiple of 64 (:func:`mask_bits`): the width is a representation choice, not a
+limit of the scheme, and both targets take any width (a 9-bit port is at most 511).
 
 Strategies that need statistics get them from the rules: every host may publish, a host
 subscribes to a publisher when it is in some receiver set other than for its own messages, and its
@@ -48,7 +50,8 @@ VT_DROP_REASONS = ("parser-error", "not-a-stack", "no-subscriber", "empty-stack"
 #: per-position reads and pops grow with it).
 VT_MAX_LABELS = {"bmv2": 32, "tofino": 16}
 DEFAULT_STRATEGY = "broadcast"
-#: Width of the port bitmaps (``remaining_ports``, ``served`` in Listing 5.2): ports 1 to 64.
+#: Width of the port bitmaps (``remaining_ports``, ``served`` in Listing 5.2) when every port is at
+#: most 64, the dissertation's width; wider topologies get the next multiple (:func:`mask_bits`).
 MASK_BITS = 64
 DEFAULT_MAX_RULES = 16
 
@@ -96,10 +99,7 @@ class VtPlan:
     vts: dict[int, tuple[tuple[str, str], ...]]  # VT id -> links, for delivery.json
     fallbacks: int = 0
     compile_stats: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def mask_width(self) -> int:
-        return MASK_BITS
+    mask_width: int = MASK_BITS
 
     def stats(self) -> dict[str, Any]:
         pushes = [p for s in self.switches.values() for p in s.pushes]
@@ -117,6 +117,12 @@ class VtPlan:
             "recirculations_per_switch": "labels + copies - 1",
             "ingress_pipeline_entries": len(self.pipeline.entries),
         }
+
+
+def mask_bits(topology: Topology) -> int:
+    """Bits of the port bitmaps: 64, or the next multiple of 64 that holds the highest port."""
+    top = max((p for s in topology.switches() for p in topology.ports(s)), default=0)
+    return MASK_BITS * max(1, -(-top // MASK_BITS))
 
 
 def rules_workload(topology: Topology, rsets: tuple[ReceiverSet, ...]) -> Workload:
@@ -147,10 +153,6 @@ def plan_vt(
     n_max = limit if max_labels is None else min(max_labels, limit)
     if n_max < 1:
         raise P4subError("--max-labels must be at least 1 (a fallback VT needs one label)")
-    too_big = [s for s in topology.switches() if max(topology.ports(s), default=0) > MASK_BITS]
-    if too_big:
-        raise P4subError(f"--delivery vt: switch {too_big[0]} has ports above {MASK_BITS}; the VT program's port "
-                         f"bitmaps have {MASK_BITS} bits")
     compiled = compile_rules(spec, rules, dataclasses.replace(options, port_bits=32, delivery="groups", lanes=None))
     pipeline, rsets = receiver_pipeline(compiled.pipeline)
     by_id = {topology.node_id(h): h for h in topology.hosts()}
@@ -192,7 +194,8 @@ def plan_vt(
         switches[s] = VtSwitchPlan(s, topology.node_id(s), ports, tuple(topology.host_ports(s)), trees, links,
                                    tuple(pushes.get(s, ())))
     vts = {t: tuple(table.edge_ids.edge(e) for e in sorted(vt.edges)) for t, vt in table.trees.items()}
-    return VtPlan(strategy, max_rules, target, n_max, pipeline, rsets, switches, vts, fallbacks, dict(compiled.stats))
+    return VtPlan(strategy, max_rules, target, n_max, pipeline, rsets, switches, vts, fallbacks, dict(compiled.stats),
+                  mask_bits(topology))
 
 
 def vt_plan_json(plan: VtPlan) -> dict[str, Any]:
@@ -200,6 +203,7 @@ def vt_plan_json(plan: VtPlan) -> dict[str, Any]:
     return {
         "format": "p4sub-delivery-vt/1",
         "strategy": plan.strategy, "max_rules": plan.max_rules, "target": plan.target, "max_labels": plan.max_labels,
+        "mask_bits": plan.mask_width,
         "label": {"bytes": LABEL_BYTES, "type_bits": 2, "id_bits": 14, "types": {"tree": 1, "hop": 2, "stop": 3},
                   "ethertype": "0x9999"},
         "receiver_sets": [{"rsid": r.rsid, "hosts": list(r.hosts)} for r in plan.receiver_sets],

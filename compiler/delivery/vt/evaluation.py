@@ -69,7 +69,7 @@ class VtEvalConfig:
 
 
 @dataclass
-class _Acc:
+class Accumulator:
     n: int = 0
     sums: dict = field(default_factory=dict)
     squares: dict = field(default_factory=dict)
@@ -102,14 +102,19 @@ def run_workload(topology: Topology, density: float, run: int, config: VtEvalCon
     return w, w.messages(config.messages, rng)
 
 
-def measure(topology: Topology, strategy_name: str, rules: int, workload: Workload, messages: list,
-            config: VtEvalConfig, seed: int) -> tuple[list[tuple[dict, bool]], dict]:
-    """Install one strategy under one budget and deliver the notifications."""
+def install(topology: Topology, strategy_name: str, rules: int, workload: Workload, config: VtEvalConfig,
+            seed: int) -> tuple[VirtualTrees, dict]:
+    """One strategy's VTs under one budget: the scheme that encodes with them, and what was installed."""
     strategy = make_strategy(strategy_name)
     table = VtTable(topology, max_rules=rules)
     ctx = install_strategy(strategy, table, workload, seed=seed)
     scheme = VirtualTrees(table, mode=config.mode, prefilter=config.prefilter,
                           view=lambda p: strategy.view(ctx, p))
+    return scheme, {"vts": len(table.trees), "entries": table.total_rules(), "max_entries": table.max_used()}
+
+
+def deliver(topology: Topology, scheme: VirtualTrees, messages: list, config: VtEvalConfig) -> list[tuple[dict, bool]]:
+    """Every notification encoded and followed hop by hop: its metrics and whether it was exact."""
     out = []
     for publisher, receivers in messages:
         frame = ethernet_frame(PUBLISHER_DST, host_mac(topology.node_id(publisher)), ETHERTYPE_IPV4,
@@ -120,14 +125,20 @@ def measure(topology: Topology, strategy_name: str, rules: int, workload: Worklo
         out.append(({"header_bytes": m.header_bytes, "labels": info["labels"], "trees": info["trees"],
                      "hops": info["hops"], "stops": info["stops"], "bytes": m.bytes, "packets": m.packets,
                      "lookups": m.lookups, "recirculations": m.recirculations}, m.exact))
-    install = {"vts": len(table.trees), "entries": table.total_rules(), "max_entries": table.max_used()}
-    return out, install
+    return out
+
+
+def measure(topology: Topology, strategy_name: str, rules: int, workload: Workload, messages: list,
+            config: VtEvalConfig, seed: int) -> tuple[list[tuple[dict, bool]], dict]:
+    """Install one strategy under one budget and deliver the notifications."""
+    scheme, installed = install(topology, strategy_name, rules, workload, config, seed)
+    return deliver(topology, scheme, messages, config), installed
 
 
 def evaluate(topology: Topology, config: VtEvalConfig,
              progress: Callable[[int, int, str], None] | None = None) -> dict:
     """Run the sweep; returns a JSON-ready dict (docs/delivery.md, "Virtual trees")."""
-    acc: dict[tuple[str, float, int], _Acc] = {}
+    acc: dict[tuple[str, float, int], Accumulator] = {}
     total = len(config.densities) * config.runs * len(config.strategies)
     done = 0
     for density in config.densities:
@@ -139,7 +150,7 @@ def evaluate(topology: Topology, config: VtEvalConfig,
                     rows, install = measure(topology, name, rules, workload, messages, config, seed=run)
                     targets = config.rules if name == "hops" else (rules,)  # hops: the same at every budget
                     for r in targets:
-                        a = acc.setdefault((name, density, r), _Acc())
+                        a = acc.setdefault((name, density, r), Accumulator())
                         a.add_install(install)
                         for values, exact in rows:
                             a.add(values, exact)

@@ -8,7 +8,8 @@
     OUT/topology.topo   the topology, exactly
     OUT/hosts.rules     the network rules with host ids as fwd ports
     OUT/pipeline.json   the receiver-set pipeline every ingress switch runs (Pipeline IR)
-    OUT/<switch>/...    with --target bmv2: program.p4, entries.p4rt.json, commands.txt, bmv2.json
+    OUT/<switch>/...    with --target bmv2: program.p4, entries.p4rt.json, commands.txt, bmv2.json;
+                        with --target tofino: program.p4, entries.bfrt.json, tofino.json
 
 Everything is rendered before the first file is written.
 """
@@ -30,11 +31,12 @@ from compiler.topology_file import write_topology
 
 
 def render_vt_target(plan: VtPlan, target: str) -> dict[str, dict[str, str]]:
-    if target != "bmv2":
-        raise P4subError(f"--delivery vt --target {target}: the VT program is rendered for bmv2 only "
-                         "(the TNA program is not written yet; see docs/delivery.md)")
-    from backends.bmv2.vt_program import render_vt
-
+    if target == "bmv2":
+        from backends.bmv2.vt_program import render_vt
+    elif target == "tofino":
+        from backends.tofino.vt_program import render_vt
+    else:
+        raise P4subError(f"--delivery vt --target {target}: expected bmv2 or tofino")
     return {s: render_vt(plan, s) for s in plan.switches}
 
 

@@ -9,8 +9,9 @@ per strategy, one bar per density.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from compiler.delivery.report import save_report
 
 
 def markdown(report: dict) -> str:
@@ -143,11 +144,4 @@ def _single_budget(report: dict, outdir: Path, plt) -> Path:
 
 
 def write_report(report: dict, outdir: str | Path, plots: bool = True) -> list[Path]:
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    written = [outdir / "vt.json", outdir / "vt.md"]
-    written[0].write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    written[1].write_text(markdown(report), encoding="utf-8")
-    if plots:
-        written += plot(report, outdir)
-    return written
+    return save_report(report, outdir, "vt", markdown, plot if plots else None)

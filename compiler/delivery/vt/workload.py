@@ -23,11 +23,14 @@ from compiler.topology import Topology
 
 @dataclass(frozen=True)
 class Workload:
-    """Publishers, each publisher's subscribers (potential matches), each host's frequency."""
+    """Publishers, each publisher's subscribers (potential matches), each host's frequency, and the
+    dense client regions (switch sets) where they are known in advance (chapter 6's predefined
+    clusters, Fig. 6.8; the clusters strategy then uses them instead of its own statistics)."""
 
     publishers: tuple[str, ...]
     subscribers: dict[str, tuple[str, ...]]
     frequency: dict[str, float]
+    regions: tuple[frozenset[str], ...] | None = None
 
     def frequent(self, publisher: str, threshold: float) -> tuple[str, ...]:
         """The publisher's subscribers that receive at least ``threshold`` of its messages."""

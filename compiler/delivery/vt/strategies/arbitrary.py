@@ -18,7 +18,8 @@ installs what the budget allows.
   degree in the partition; partition VTs from the hub to all of the partition's nodes, then to
   halves, quarters, ... of them (in breadth-first order from the hub); backbone VTs over all hubs,
   then halves, ...; partitions and backbone take turns.
-* ``clusters`` — the same, on the dense client regions only: switches whose clients' subscription
+* ``clusters`` — the same, on the dense client regions only: the workload's predefined regions
+  when it has them (chapter 6's evaluation, Fig. 6.8), else the switches whose clients' subscription
   weight (subscriptions x frequency, plus publications) is at least the mean of the switches that
   have any (§6.3: "only in dense client regions found from statistics").
 * ``relation`` / ``freq-relation:T`` — per publisher, a Steiner tree over it and its subscribers
@@ -157,6 +158,9 @@ class Clusters(Partitions):
     def regions(self, ctx: Context) -> list[list[str]]:
         w = ctx.need_workload(self.name)
         topo = ctx.topology
+        if w.regions is not None:
+            return [r for region in w.regions
+                    for r in _ordered(ctx, nx.connected_components(topo.switch_graph().subgraph(region)))]
         weight = {s: 0.0 for s in topo.switches()}
         for p in w.publishers:
             weight[topo.host_attachment(p)[0]] += 1
