@@ -623,14 +623,14 @@ def parse_topology_arg(spec: str, seed: int = 1) -> Topology:
 
 #: Where ``zoo:NAME`` looks for ``NAME.graphml``, in order (docs/topology.md, "Topology Zoo GraphML").
 ZOO_ENV = "P4SUB_ZOO_DIR"
-ZOO_BUNDLED = Path(__file__).resolve().parents[1] / "examples" / "zoo"
 ZOO_CACHE = Path("~/.cache/p4sub/topology-zoo")
 
 
 def zoo_dirs() -> list[Path]:
-    """``$P4SUB_ZOO_DIR``, the files bundled in examples/zoo, then ``~/.cache/p4sub/topology-zoo``."""
+    """``$P4SUB_ZOO_DIR``, then ``~/.cache/p4sub/topology-zoo``. No Zoo file ships with p4sub: the Zoo's
+    data is third-party, fetched by the user (docs/topology.md)."""
     env = os.environ.get(ZOO_ENV)
-    return ([Path(env).expanduser()] if env else []) + [ZOO_BUNDLED, ZOO_CACHE.expanduser()]
+    return ([Path(env).expanduser()] if env else []) + [ZOO_CACHE.expanduser()]
 
 
 def zoo_file(name: str) -> Path:
