@@ -497,3 +497,21 @@ def test_netsim_names_the_line_of_a_bad_trace(tmp_path, capsys, routed_example):
                      '"add_order.buy_sell_indicator": "B"}\n{"add_order.stock": "AAPL"}\n')
     code, err = p4sub_here(capsys, "netsim", str(routed_example), "--trace", str(trace), "--publisher", "h1")
     assert code == 2 and f"{trace}:2:" in err and "lacks field" in err
+
+
+def _empty_pcap(path: Path) -> Path:
+    import struct
+
+    path.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))  # a header and no record
+    return path
+
+
+@pytest.mark.parametrize("trace", ["empty.pcap", "empty.jsonl", "blank.jsonl"])
+def test_netsim_refuses_an_empty_trace_naming_it(tmp_path, capsys, routed_example, trace):
+    path = tmp_path / trace
+    if trace.endswith(".pcap"):
+        _empty_pcap(path)
+    else:
+        path.write_text("" if trace == "empty.jsonl" else "\n  \n")
+    code, err = p4sub_here(capsys, "netsim", str(routed_example), "--trace", str(path), "--publisher", "h1")
+    assert code == 2 and f"{path}: holds no" in err, err
