@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 import threading
@@ -82,7 +83,13 @@ def _interrupt_on_sigterm():
     if threading.current_thread() is not threading.main_thread():
         return None
 
+    pid = os.getpid()
+
     def interrupt(signum, frame):
+        if os.getpid() != pid:  # a forked worker (route's process pool): terminate as by default
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
         raise KeyboardInterrupt
 
     return signal.signal(signal.SIGTERM, interrupt)

@@ -175,8 +175,9 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-@pytest.mark.parametrize("command", ["compile", "compile-update", "route"])
-def test_sigint_halfway_through_writing_leaves_the_old_directory_and_no_staging(tmp_path, capsys, command):
+@pytest.mark.parametrize("command, sig", [("compile", signal.SIGINT), ("compile", signal.SIGTERM),
+                                         ("compile-update", signal.SIGINT), ("route", signal.SIGINT)])
+def test_sigint_halfway_through_writing_leaves_the_old_directory_and_no_staging(tmp_path, capsys, command, sig):
     out = tmp_path / "out"
     rules = tmp_path / "r.rules"
     rules.write_text(NET_RULES)
@@ -200,7 +201,7 @@ def test_sigint_halfway_through_writing_leaves_the_old_directory_and_no_staging(
         staging = [p for p in tmp_path.iterdir() if p.name.endswith(".staging")]
         assert len(staging) == 1
         assert any(staging[0].rglob("pipeline.json")) or any(staging[0].rglob("network.json"))
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
