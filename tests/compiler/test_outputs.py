@@ -266,18 +266,54 @@ def test_install_refuses_a_switch_directory_its_route_did_not_write(tmp_path, ca
 def test_build_records_what_it_wrote_and_install_checks_it(tmp_path, capsys):
     out = tmp_path / "out"
     assert p4sub(capsys, "compile", ITCH, ITCH_RULES, "--target", "bmv2", "-o", out)[0] == 0
-    fake = tmp_path / "fake-p4c"  # writes what p4c-bm2-ss would: -o FILE and --p4runtime-files FILE
-    fake.write_text("#!/bin/sh\nwhile [ $# -gt 0 ]; do case $1 in -o) echo '{}' > $2; shift;; "
-                    "--p4runtime-files) echo 'pkg_info {}' > $2; shift;; esac; shift; done\n")
-    fake.chmod(0o755)
+    fake = _fake_p4c(tmp_path)
     code, _ = p4sub(capsys, "build", out, "--p4c", fake)
     assert code == 0
     doc = json.loads((out / MANIFEST).read_text())
     assert doc["files"]["program.json"] == file_sha256(out / "program.json") and "p4info.txt" in doc["files"]
     assert not [p for p in out.iterdir() if p.name.startswith(".build.")]
+    built = snapshot(out)
+    failing = tmp_path / "failing-p4c"  # writes half its output, then fails
+    failing.write_text("#!/bin/sh\nwhile [ $# -gt 0 ]; do case $1 in -o) echo 'half' > $2; shift;; esac; shift; done\n"
+                       "echo 'program.p4(1): error: no' >&2\nexit 1\n")
+    failing.chmod(0o755)
+    assert p4sub(capsys, "build", out, "--p4c", failing)[0] == 2
+    assert snapshot(out) == built
     (out / "p4info.txt").write_text("pkg_info { arch: \"other\" }\n")
     code, err = p4sub(capsys, "install", out, "--p4rt-python", "/bin/false")
     assert code == 2 and f"{out / 'p4info.txt'}: changed since p4sub wrote it" in err
     (out / "program.p4").write_text("// edited by hand\n")
     code, err = p4sub(capsys, "build", out, "--p4c", fake)
     assert code == 2 and f"{out / 'program.p4'}: changed since p4sub wrote it" in err
+
+
+def _fake_p4c(tmp_path: Path) -> Path:
+    fake = tmp_path / "fake-p4c"  # writes what p4c-bm2-ss would: -o FILE and --p4runtime-files FILE
+    fake.write_text("#!/bin/sh\nwhile [ $# -gt 0 ]; do case $1 in -o) echo '{}' > $2; shift;; "
+                    "--p4runtime-files) echo 'pkg_info {}' > $2; shift;; esac; shift; done\n")
+    fake.chmod(0o755)
+    return fake
+
+
+def test_build_of_a_routed_switch_records_into_the_networks_manifest(tmp_path, capsys):
+    rules, net = tmp_path / "r.rules", tmp_path / "net"
+    rules.write_text(NET_RULES)
+    assert p4sub(capsys, "route", "leaf-spine:2,1,2", rules, "--spec", ITCH, "--target", "bmv2", "-o", net,
+                 "--quiet")[0] == 0
+    assert p4sub(capsys, "build", net / "l1", "--p4c", _fake_p4c(tmp_path))[0] == 0
+    files = json.loads((net / MANIFEST).read_text())["files"]
+    assert files["l1/program.json"] == file_sha256(net / "l1" / "program.json") and "l2/program.json" not in files
+    assert not (net / "l1" / MANIFEST).exists()
+    assert p4sub(capsys, "route", "leaf-spine:2,1,2", rules, "--spec", ITCH, "-o", net, "--quiet")[0] == 0  # built files too
+    assert not (net / "l1" / "program.json").exists()
+
+
+def test_without_renameat2_the_old_directory_is_renamed_aside_and_removed(tmp_path, capsys, monkeypatch):
+    import compiler.outputs as outputs
+
+    monkeypatch.setattr(outputs, "_exchange", lambda a, b: False)
+    out = tmp_path / "out"
+    assert p4sub(capsys, "compile", ITCH, ITCH_RULES, "--target", "bmv2", "-o", out)[0] == 0
+    assert p4sub(capsys, "compile", ITCH, ITCH_RULES, "-o", out)[0] == 0
+    assert not (out / "program.p4").exists() and (out / "pipeline.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
