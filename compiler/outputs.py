@@ -92,8 +92,9 @@ def output_dir(path: str | os.PathLike[str]) -> Path:
 @contextlib.contextmanager
 def staged_dir(path: str | os.PathLike[str], kind: str, argv: list[str] | None = None) -> Iterator[Path]:
     """A staging directory for everything ``path`` will hold; when the block succeeds, its manifest is
-    written (command ``kind``, ``argv``) and it replaces ``path`` whole. On any failure, SIGINT
-    included, the staging directory is removed and ``path`` is untouched."""
+    written (command ``kind``, its arguments ``argv``, default this process's) and it replaces
+    ``path`` whole. On any failure, SIGINT included, the staging directory is removed and ``path``
+    is untouched."""
     target = output_dir(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -111,25 +112,25 @@ def staged_dir(path: str | os.PathLike[str], kind: str, argv: list[str] | None =
 
 
 @contextlib.contextmanager
-def staged_outputs(out: str | os.PathLike[str], kind: str,
-                   file: str | os.PathLike[str] | None = None) -> Iterator[tuple[Path, Path | None]]:
+def staged_outputs(out: str | os.PathLike[str], kind: str, file: str | os.PathLike[str] | None = None,
+                   argv: list[str] | None = None) -> Iterator[tuple[Path, Path | None]]:
     """:func:`staged_dir` for ``out``, and where to write one more output ``file`` (``compile --dot``)
     so that it appears only if the directory does: inside the staging directory when ``file`` lies
     in ``out``, else under a temporary name beside it, renamed into place after the directory."""
     if file is None:
-        with staged_dir(out, kind) as stage:
+        with staged_dir(out, kind, argv) as stage:
             yield stage, None
         return
     target, path = output_dir(out), Path(os.path.abspath(file))
     if path.is_relative_to(target):
-        with staged_dir(out, kind) as stage:
+        with staged_dir(out, kind, argv) as stage:
             inside = stage / path.relative_to(target)
             if inside == stage or inside.name == MANIFEST:
                 raise P4subError(f"{file}: is the output directory or its {MANIFEST}; give another file")
             inside.parent.mkdir(parents=True, exist_ok=True)
             yield stage, inside
         return
-    with staged(file) as tmp, staged_dir(out, kind) as stage:
+    with staged(file) as tmp, staged_dir(out, kind, argv) as stage:
         yield stage, Path(tmp)
 
 

@@ -298,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
         files = rendered if rendered is not None else render(compiled.pipeline)
         rendered = None
     out = Path(args.out)
-    with staged_outputs(out, "compile", args.dot) as (stage, dot):
+    with staged_outputs(out, "compile", args.dot, args.argv) as (stage, dot):
         if files is not None:
             write_files(files, stage)
         elif rendered is not None:

@@ -148,7 +148,7 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
         members = inc.lane_members(new_rules)
         timings["materialize"] = time.perf_counter() - t
     t = time.perf_counter()
-    with staged_dir(out, "compile --update") as stage:
+    with staged_dir(out, "compile --update", args.argv) as stage:
         if backend is not None:
             emit_options = (backend.options_from_args(args),) if hasattr(backend, "options_from_args") else ()
             backend.emit(pipeline, stage, *emit_options)

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     if args.delivery != "filters":
         return run_combined(args, topology, rules, spec, options, target)
     out = Path(args.out)
-    with staged_dir(out, "route") as stage:
+    with staged_dir(out, "route", args.argv) as stage:
         result = compile_network(topology, rules, spec, policy=args.policy, alpha=alpha_from_args(args),
                                  options=options, out_dir=stage, target=target, jobs=args.jobs, master=args.master,
                                  progress=None if args.quiet else Progress(), spark_conf=parse_conf(args.conf))
@@ -135,7 +135,7 @@ def run_combined(args: argparse.Namespace, topology, rules, spec, options: Compi
                          "or vt[:STRATEGY]")
     if args.alpha or args.alpha_field or args.master or args.conf:
         raise P4subError("--alpha, --alpha-field, --master and --conf apply to --delivery filters only")
-    with staged_dir(args.out, f"route --delivery {args.delivery}") as stage:
+    with staged_dir(args.out, f"route --delivery {args.delivery}", args.argv) as stage:
         plan, s = compile_combined(topology, rules, spec, encoding or "port", stage, target=target,
                                    max_labels=args.max_labels, options=options)
     print(f"{len(rules)} rules, header-stack:{plan.encoding} on {len(plan.switches)} switches: "
@@ -158,7 +158,7 @@ def run_vt(args: argparse.Namespace, topology, rules, spec, options: CompileOpti
     max_rules = DEFAULT_MAX_RULES if args.max_rules is None else args.max_rules
     if max_rules < 0:
         raise P4subError("--max-rules must be >= 0")
-    with staged_dir(args.out, f"route --delivery {args.delivery}") as stage:
+    with staged_dir(args.out, f"route --delivery {args.delivery}", args.argv) as stage:
         plan, s = compile_vt(topology, rules, spec, strategy, stage, max_rules=max_rules, target=target,
                              max_labels=args.max_labels, options=options)
     print(f"{len(rules)} rules, vt:{plan.strategy} on {len(plan.switches)} switches (max {max_rules} VT entries each): "

@@ -89,6 +89,7 @@ def test_a_target_none_rerun_leaves_no_file_of_the_bmv2_compile(tmp_path, capsys
     manifest = json.loads((out / MANIFEST).read_text())
     assert sorted(snapshot(out)) == sorted([*manifest["files"], MANIFEST])
     assert not (out / "program.p4").exists() and manifest["kind"] == "compile"
+    assert manifest["command"] == ["compile", ITCH, ITCH_RULES, "-o", str(out)]
     assert all(file_sha256(out / name) == sha for name, sha in manifest["files"].items())
     assert leftovers(tmp_path) == []
 
