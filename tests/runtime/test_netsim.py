@@ -506,12 +506,18 @@ def _empty_pcap(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("trace", ["empty.pcap", "empty.jsonl", "blank.jsonl"])
-def test_netsim_refuses_an_empty_trace_naming_it(tmp_path, capsys, routed_example, trace):
+@pytest.mark.parametrize("trace, message", [("empty.pcap", "holds no packets"), ("empty.jsonl", "holds no messages"),
+                                            ("blank.jsonl", "holds no messages"),
+                                            ("version.pcap", "pcap version 9.9; p4sub reads version 2")])
+def test_netsim_refuses_an_empty_trace_naming_it(tmp_path, capsys, routed_example, trace, message):
+    import struct
+
     path = tmp_path / trace
-    if trace.endswith(".pcap"):
+    if trace == "empty.pcap":
         _empty_pcap(path)
+    elif trace == "version.pcap":
+        path.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 9, 9, 0, 0, 65535, 1) + bytes(40))
     else:
         path.write_text("" if trace == "empty.jsonl" else "\n  \n")
     code, err = p4sub_here(capsys, "netsim", str(routed_example), "--trace", str(path), "--publisher", "h1")
-    assert code == 2 and f"{path}: holds no" in err, err
+    assert code == 2 and f"{path}: {message}" in err, err
