@@ -608,6 +608,16 @@ def read_pcap(path: str | os.PathLike[str]) -> tuple[list[PcapRecord], DamageCou
         return records, reader.damage
 
 
+def require_packets(path: str | os.PathLike[str]) -> None:
+    """Refuse a capture with no readable record: replayed or simulated, it would say "0 messages"
+    and succeed, as if the trace had been read and nothing in it had mattered (issue 19)."""
+    with PcapReader(path, chunk_bytes=1 << 16) as reader:
+        if next(reader.chunks(max_records=1), None) is None:
+            damage = ", ".join(f"{n} {reason}" for reason, n in sorted(reader.damage.counts.items()))
+            raise TraceError(f"{os.fspath(path)}: holds no packets" + (f" ({damage})" if damage else "")
+                             + "; an empty capture is not a trace")
+
+
 RECORD_OFFSET_DTYPE = np.dtype([("offset", np.int64), ("data_offset", np.int64), ("caplen", np.uint32)])
 
 

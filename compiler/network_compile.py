@@ -172,9 +172,13 @@ def compile_network(
         with ProcessPoolExecutor(max_workers=jobs or os.cpu_count()) as pool:
             futures = {pool.submit(_run_task, t): i for i, t in enumerate(tasks)}
             done: dict[int, dict[str, Any]] = {}
-            for future in as_completed(futures):
-                done[futures[future]] = future.result()
-                _report(progress, len(done), len(tasks), done[futures[future]])
+            try:
+                for future in as_completed(futures):
+                    done[futures[future]] = future.result()
+                    _report(progress, len(done), len(tasks), done[futures[future]])
+            except BaseException:  # SIGINT: the switches not yet started are not compiled
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
             results = [done[i] for i in range(len(tasks))]
     errors = [r for r in results if "error" in r]
     if errors:

@@ -34,6 +34,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
+from apps.pcap import require_packets
 from compiler import ir
 from compiler.errors import P4subError, SourceLocation
 from compiler.spec import Spec
@@ -291,6 +292,7 @@ def trace_batches(path: str | Path, network: Network, spec: Spec | None = None) 
 
         SpecReader(spec, network.inputs)  # every field must be one the parser can give, before any packet
         mode = pcap_mode(network, spec)
+        require_packets(p)
         return pcap_batches(p, spec, network.inputs, mode), mode
     fields = {}
     for f in network.inputs:
@@ -299,7 +301,17 @@ def trace_batches(path: str | Path, network: Network, spec: Spec | None = None) 
         if width is None:
             raise P4subError(f"{p}: JSON traces give packet fields; the switches read {f}, which is none")
         fields.update(fields_from_query({f: info or QueryField(f, width)}, network.spec))
-    return json_batches(p, fields), "prune"
+    return _not_empty(json_batches(p, fields), p), "prune"
+
+
+def _not_empty(batches: Iterator[Batch], path: Path) -> Iterator[Batch]:
+    """``batches``, refusing a trace that has none: "0 messages" would read as a trace in which
+    nothing mattered (:func:`apps.pcap.require_packets` says the same of a pcap)."""
+    first = next(batches, None)
+    if first is None:
+        raise P4subError(f"{path}: holds no messages; an empty trace is not a trace")
+    yield first
+    yield from batches
 
 
 # ------------------------------------------------------------------------------------------------

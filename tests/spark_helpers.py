@@ -80,7 +80,8 @@ def _without_timings(value: Any) -> Any:
 
 def assert_same_network(expected: Path, actual: Path) -> None:
     """The two ``p4sub route`` output directories hold the same files with the same bytes, except
-    the compile times in ``stats.json`` files."""
+    the compile times in ``stats.json`` files and the manifests, which name the command (its -o,
+    its --master) and hash those stats: they list the same files with the same hashes otherwise."""
     files = sorted(p.relative_to(expected) for p in expected.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(actual) for p in actual.rglob("*") if p.is_file())
     assert any(f.name == "pipeline.json" and len(f.parts) == 2 for f in files)
@@ -88,5 +89,10 @@ def assert_same_network(expected: Path, actual: Path) -> None:
         a, b = expected / f, actual / f
         if f.name == "stats.json":
             assert _without_timings(json.loads(a.read_text())) == _without_timings(json.loads(b.read_text())), f
+        elif f.name == "manifest.json":
+            listed = [json.loads(m.read_text())["files"] for m in (a, b)]
+            assert sorted(listed[0]) == sorted(listed[1]) == sorted(g.as_posix() for g in files if g != f)
+            assert {k: v for k, v in listed[0].items() if not k.endswith("stats.json")} == \
+                {k: v for k, v in listed[1].items() if not k.endswith("stats.json")}
         else:
             assert a.read_bytes() == b.read_bytes(), f

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
+import threading
 
 from compiler import __version__
 from compiler.errors import P4subError
@@ -55,9 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded in output manifests
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    previous = _interrupt_on_sigterm()
     try:
         return int(args.func(args) or 0)
     except P4subError as exc:
@@ -68,6 +73,27 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt_on_sigterm():
+    """SIGTERM (``kill``, ``timeout``) raises KeyboardInterrupt as SIGINT does, so that staged outputs
+    (:mod:`compiler.outputs`) are cleaned up rather than left beside their target; the old handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    pid = os.getpid()
+
+    def interrupt(signum, frame):
+        if os.getpid() != pid:  # a forked worker (route's process pool): terminate as by default
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)
 
 
 def add_command(sub: argparse._SubParsersAction, name: str, help: str, example: str) -> argparse.ArgumentParser:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 from compiler.cli import add_command
 from compiler.errors import P4subError, TargetError
+from compiler.manifest import MANIFEST, find_listed
 
 COMPILER = "p4c-bm2-ss"
 HOW_TO_GET = (f"{COMPILER} is not on PATH. It is part of p4c (https://github.com/p4lang/p4c): build it from source "
@@ -25,9 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def build_command(out: Path, compiler: str, extra: list[str] = ()) -> list[str]:
-    return [compiler, "--p4runtime-files", str(out / "p4info.txt"), "-o", str(out / "program.json"),
-            *extra, str(out / "program.p4")]
+def build_command(program: Path, into: Path, compiler: str, extra: list[str] = ()) -> list[str]:
+    return [compiler, "--p4runtime-files", str(into / "p4info.txt"), "-o", str(into / "program.json"),
+            *extra, str(program)]
+
+
+BUILT = ("program.json", "p4info.txt")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,14 +48,34 @@ def run(args: argparse.Namespace) -> int:
     compiler = args.p4c or shutil.which(COMPILER)
     if compiler is None or not Path(compiler).exists():
         raise TargetError(HOW_TO_GET)
-    cmd = build_command(out, compiler, args.extra)
-    print(" ".join(cmd))
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.stdout:
-        print(proc.stdout, end="")
-    if proc.returncode != 0:
-        raise TargetError(f"{COMPILER} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
-    if proc.stderr.strip():
-        print(proc.stderr.strip())
-    print(f"wrote {out / 'program.json'} and {out / 'p4info.txt'}")
+    manifest = find_listed(out)
+    if manifest is not None:
+        manifest.check(["program.p4"])  # never build, then install, a program p4sub did not write
+    else:  # an older p4sub's output, or a directory a test or script rendered: built, but install refuses it
+        print(f"note: {out} has no {MANIFEST}: built, but p4sub install will refuse it until it is recompiled",
+              file=sys.stderr)
+    # p4c writes under temporary names (a directory in OUT), renamed into place when it succeeded:
+    # a failing or interrupted build leaves the previous program.json and p4info.txt.
+    scratch = Path(tempfile.mkdtemp(prefix=".build.", dir=out))
+    try:
+        cmd = build_command(out / "program.p4", scratch, compiler, args.extra)
+        print(" ".join(cmd))
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.stdout:
+            print(proc.stdout, end="")
+        if proc.returncode != 0:
+            raise TargetError(f"{COMPILER} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
+        if proc.stderr.strip():
+            print(proc.stderr.strip())
+        for name in BUILT:
+            if not (scratch / name).is_file():
+                raise TargetError(f"{COMPILER} exited 0 but wrote no {name}")
+        for name in BUILT:
+            os.replace(scratch / name, out / name)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if manifest is not None:
+        manifest.record(BUILT)
+    print(f"wrote {out / 'program.json'} and {out / 'p4info.txt'}"
+          + (f" (recorded in {manifest.root / MANIFEST})" if manifest is not None else ""))
     return 0

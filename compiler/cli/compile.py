@@ -17,6 +17,7 @@ from compiler.compile import (DELIVERIES, Budget, CompileOptions, compile_rules,
 from compiler.default_path import parse_default
 from compiler.dnf import DEFAULT_LIMIT
 from compiler.errors import P4subError, ResourceError
+from compiler.outputs import output_dir, staged_outputs, write_files
 from compiler.spec import Spec
 from compiler.tables import RANGE_ENCODINGS, TableOptions
 
@@ -236,6 +237,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.spec or not args.rules:
         raise P4subError("compile needs SPEC and RULES (or --update OLD_OUT RULES)")
     include = include_mode(args)
+    output_dir(args.out)  # an -o that would be refused is said now, not after the compile
     spec = read_spec(args.spec)
     options = options_from_args(args)
     if include and args.delivery == "auto":
@@ -296,30 +298,29 @@ def run(args: argparse.Namespace) -> int:
         files = rendered if rendered is not None else render(compiled.pipeline)
         rendered = None
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if files is not None:
-        for name, text in files.items():
-            (out / name).write_text(text, encoding="utf-8")
-    elif rendered is not None:
-        backend.write(rendered, out)
-    elif backend is not None:
-        backend.emit(compiled.pipeline, out, *emit_options)  # checks resources first: nothing is written if it does not fit
-    ir.save(compiled.pipeline, out / "pipeline.json")
-    (out / "stats.json").write_text(json.dumps(compiled.stats, indent=2) + "\n", encoding="utf-8")
-    sources = {"spec": str(Path(args.spec).resolve()), "rules": str(Path(args.rules).resolve()),
-               "options": {"field_order": args.field_order, "range_encoding": args.range_encoding, "encode": args.encode,
-                           "delivery": args.delivery, "lanes": args.lanes, "max_lanes": args.max_lanes,
-                           "budget": args.budget, "default": args.default, "emit": args.emit,
-                           "headers_type": args.headers_type, "instance": args.instance}}
-    from compiler.cli.compile_update import keep_lanes, keep_rules
+    with staged_outputs(out, "compile", args.dot, args.argv) as (stage, dot):
+        if files is not None:
+            write_files(files, stage)
+        elif rendered is not None:
+            backend.write(rendered, stage)
+        elif backend is not None:
+            backend.emit(compiled.pipeline, stage, *emit_options)  # checks resources first
+        ir.save(compiled.pipeline, stage / "pipeline.json")
+        (stage / "stats.json").write_text(json.dumps(compiled.stats, indent=2) + "\n", encoding="utf-8")
+        sources = {"spec": str(Path(args.spec).resolve()), "rules": str(Path(args.rules).resolve()),
+                   "options": {"field_order": args.field_order, "range_encoding": args.range_encoding,
+                               "encode": args.encode, "delivery": args.delivery, "lanes": args.lanes,
+                               "max_lanes": args.max_lanes, "budget": args.budget, "default": args.default,
+                               "emit": args.emit, "headers_type": args.headers_type, "instance": args.instance}}
+        from compiler.cli.compile_update import keep_lanes, keep_rules
 
-    sources.update(keep_rules(Path(args.rules), out))  # --update diffs a later rule file against this copy
-    keep_lanes(compiled.lanes.lanes if compiled.lanes and compiled.pipeline.lanes > 1 else None, out)
-    (out / "sources.json").write_text(json.dumps(sources, indent=2) + "\n", encoding="utf-8")
-    if args.dot:
-        from compiler.dot import to_dot
+        sources.update(keep_rules(Path(args.rules), stage))  # --update diffs a later rule file against this copy
+        keep_lanes(compiled.lanes.lanes if compiled.lanes and compiled.pipeline.lanes > 1 else None, stage)
+        (stage / "sources.json").write_text(json.dumps(sources, indent=2) + "\n", encoding="utf-8")
+        if dot is not None:
+            from compiler.dot import to_dot
 
-        Path(args.dot).write_text(to_dot(compiled.diagram), encoding="utf-8")
+            dot.write_text(to_dot(compiled.diagram), encoding="utf-8")
     s = compiled.stats
     print(f"{len(compiled.typed.rules)} rules -> {s['states']} states, {s['total_entries']} entries, "
           f"{s['multicast_groups']} multicast groups, {s['table_bits']} table bits in {s['compile_seconds']:.3f} s")

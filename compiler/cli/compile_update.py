@@ -30,6 +30,7 @@ from compiler.incremental import Incremental, diff_pipelines
 from compiler.incremental.delta import same_program, save as save_delta
 from compiler.incremental.session import Update
 from compiler.lang import read_rules
+from compiler.outputs import output_dir, staged_dir
 
 RULES_COPY = "compiled_rules.sub"
 LANES = "lanes.json"
@@ -104,6 +105,7 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
     from compiler.spec_reader import read_spec
 
     old_out, out = Path(args.update), Path(args.out)
+    output_dir(out)  # an -o that would be refused is said now, not after the update
     timings: dict[str, float] = {}
     t = time.perf_counter()
     old = ir.load(old_out / "pipeline.json")
@@ -146,21 +148,21 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
         members = inc.lane_members(new_rules)
         timings["materialize"] = time.perf_counter() - t
     t = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
-    if backend is not None:
-        emit_options = (backend.options_from_args(args),) if hasattr(backend, "options_from_args") else ()
-        backend.emit(pipeline, out, *emit_options)
-    ir.save(pipeline, out / "pipeline.json")
-    stats = {**stats, "update": update.to_json()}
-    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-    sources = {"spec": str(Path(spec_path).resolve()) if spec_path else _old_source(old_out, "spec"),
-               "rules": str(Path(rules_path).resolve()),
-               "updated_from": str(old_out.resolve()), **keep_rules(Path(rules_path), out)}
-    (out / "sources.json").write_text(json.dumps(sources, indent=2) + "\n", encoding="utf-8")
-    keep_lanes(members, out)
-    timings["write"] = time.perf_counter() - t
-    save_delta(update.delta, out / "delta.json", {"from": str(old_out.resolve()), **update.to_json(),
-                                                  "timings": {k: round(v, 4) for k, v in timings.items()}})
+    with staged_dir(out, "compile --update", args.argv) as stage:
+        if backend is not None:
+            emit_options = (backend.options_from_args(args),) if hasattr(backend, "options_from_args") else ()
+            backend.emit(pipeline, stage, *emit_options)
+        ir.save(pipeline, stage / "pipeline.json")
+        stats = {**stats, "update": update.to_json()}
+        (stage / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+        sources = {"spec": str(Path(spec_path).resolve()) if spec_path else _old_source(old_out, "spec"),
+                   "rules": str(Path(rules_path).resolve()),
+                   "updated_from": str(old_out.resolve()), **keep_rules(Path(rules_path), stage)}
+        (stage / "sources.json").write_text(json.dumps(sources, indent=2) + "\n", encoding="utf-8")
+        keep_lanes(members, stage)
+        timings["write"] = time.perf_counter() - t
+        save_delta(update.delta, stage / "delta.json", {"from": str(old_out.resolve()), **update.to_json(),
+                                                        "timings": {k: round(v, 4) for k, v in timings.items()}})
     d = update.delta
     how = "incremental" if update.incremental else f"full compile ({update.reason})"
     print(f"update {old_out} -> {out}: {how}; {len(d.added)} entries added, {len(d.modified)} modified, "

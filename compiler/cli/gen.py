@@ -73,11 +73,60 @@ class _Progress:
             print(file=self.stream)
 
 
+#: Counts that size what gen builds or writes, refused at once above their bound (as compile's
+#: bounds are, docs/compiler.md "Bounds"): past them a run takes hours or fails on memory after
+#: minutes. Per subcommand: option -> (bound, why).
+_COUNT = (1_000_000_000, "a billion at about a million a second is a quarter of an hour and tens of GB")
+BOUNDS: dict[str, dict[str, tuple[int, str]]] = {
+    "itch": {"messages": _COUNT, "symbols": (1_000_000, "symbol names are built in memory")},
+    "int": {"packets": _COUNT, "switches": (1_000_000, "each switch has its latency model in memory")},
+    "siena": {"packets": _COUNT, "values": (1_000_000, "the distinct values are built in memory"),
+              "attributes": (1_000, "a message carries every attribute, 4 or 8 bytes each, in one packet")},
+    "rules": {"filters": _COUNT, "symbols": (1_000_000, "symbol names are built in memory"),
+              "switches": (1_000_000, "as gen int --switches, whose traces the rules match"),
+              "thresholds": (1_000_000, "the thresholds are built in memory"),
+              "values": (1_000_000, "the distinct values are built in memory"),
+              "attributes": (1_000, "as gen siena --attributes, whose messages the rules match")},
+    "spec": {"spec_packets": _COUNT},
+}
+
+
+def max_rule_port() -> int:
+    """The largest ``fwd`` port ``compile`` accepts on every target (p4sub's 9-bit default with no
+    target, v1model, TNA; minus the ports a target reserves: v1model's drop port 511): gen rules draws
+    its ports from 1..--hosts, so that its rules compile whatever --target is given."""
+    from compiler.cli.compile import TARGETS, reserved_ports, target_port_bits
+    from compiler.compile import CompileOptions
+
+    highest = []
+    for target in TARGETS:
+        port = (1 << (target_port_bits(target) or CompileOptions().port_bits)) - 1
+        while port in reserved_ports(target):
+            port -= 1
+        highest.append(port)
+    return min(highest)
+
+
+def check_bounds(command: str, args: argparse.Namespace) -> None:
+    """Refuse an option past its bound (:data:`BOUNDS`) before anything is built, saying by how much."""
+    for dest, (bound, why) in BOUNDS.get(command, {}).items():
+        value = getattr(args, dest, None)
+        if isinstance(value, int) and value > bound:
+            option = "--packets" if dest == "spec_packets" else f"--{dest}"
+            raise P4subError(f"{option} {value:,}: {value / bound:,.1f} times the bound of {bound:,} ({why})")
+    if command == "rules" and args.hosts > max_rule_port():
+        most = max_rule_port()
+        raise P4subError(f"--hosts {args.hosts:,}: rules forward to ports 1..HOSTS and compile accepts ports up to "
+                         f"{most} on every target (9-bit ports, 511 is v1model's drop port); {args.hosts - most:,} "
+                         f"too many: give --hosts 1 to {most}")
+
+
 def run_itch(args: argparse.Namespace) -> int:
     from apps.itch.binaryfile import write_binary_file
     from apps.itch.feed import FeedConfig, generate_messages, write_itch_feed
     from apps.udp import UdpEndpoints
 
+    check_bounds("itch", args)
     cfg = FeedConfig(messages=args.messages, symbols=args.symbols, zipf=args.zipf, batch=args.batch, seed=args.seed,
                      session=args.session)
     cfg.validate()
@@ -106,6 +155,7 @@ def run_itch(args: argparse.Namespace) -> int:
 def run_int(args: argparse.Namespace) -> int:
     from apps.int.generator import IntTraceConfig, write_int_trace
 
+    check_bounds("int", args)
     cfg = IntTraceConfig(packets=args.packets, switches=args.switches, hops=args.hops, anomalies=args.anomalies,
                          seed=args.seed, int_port=args.int_port, reports=args.reports, report_port=args.report_port,
                          hosts=args.hosts)
@@ -126,6 +176,7 @@ def run_rules(args: argparse.Namespace) -> int:
     from apps import workloads as w
 
     lines: Iterator[str]
+    check_bounds("rules", args)
     if args.spec_out is not None and args.workload != "siena":
         raise P4subError(f"--spec-out writes the Siena spec; it does not apply to --workload {args.workload}")
     if args.spec_out == "-":
@@ -172,6 +223,7 @@ def run_siena(args: argparse.Namespace) -> int:
 
     if args.packets < 0:
         raise P4subError("--packets must be >= 0")
+    check_bounds("siena", args)
     # Constraints and operators only shape rules; keep them valid for any --attributes.
     cfg = w.SienaConfig(
         attributes=args.attributes, constraints=(1, max(1, min(4, args.attributes))), int_fraction=args.int_fraction,
@@ -201,6 +253,7 @@ def run_spec(args: argparse.Namespace) -> int:
         raise P4subError("gen --spec needs -o FILE (the pcap to write)")
     if args.spec_packets < 0:
         raise P4subError("--packets must be >= 0")
+    check_bounds("spec", args)
     spec = read_spec(args.spec)
     constants = None
     if args.spec_rules:

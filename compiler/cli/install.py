@@ -24,6 +24,7 @@ from pathlib import Path
 
 from compiler.cli import add_command
 from compiler.errors import P4subError, TargetError
+from compiler.manifest import listed
 
 TARGETS = ("bmv2", "tofino")
 DEFAULT_GRPC = {"bmv2": "127.0.0.1:9559"}
@@ -119,10 +120,27 @@ def print_report(report: dict) -> int:
     return 0
 
 
+#: What each target's installer reads from OUT: each must be listed in the manifest with its hash.
+PUSHED = {"bmv2": ("program.p4", "program.json", "p4info.txt", "entries.p4rt.json"),
+          "tofino": ("program.p4", "entries.bfrt.json")}
+
+
+def check_manifest(out: Path, target: str) -> None:
+    """Push only what p4sub wrote, as it wrote it: every file the installer reads is listed in the
+    manifest of OUT (or of its routed network) with the SHA-256 it has now, and a network holds
+    only the switch directories its route wrote. Files absent altogether are left to the
+    installer, whose message says which command makes them; include-mode directories have no
+    program.p4, and are refused by the installer for another reason."""
+    manifest = listed(out, "p4sub install pushes only what the manifest lists")
+    manifest.check_switch_directories()
+    manifest.check([name for name in PUSHED[target] if (out / name).exists() or manifest.lists(name)])
+
+
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not out.is_dir():
         raise P4subError(f"{out}: no such directory")
+    check_manifest(out, args.target)
     if args.target == "tofino":
         module = importlib.import_module("backends.tofino.install")
         return int(module.install(out, args) or 0)

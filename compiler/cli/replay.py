@@ -93,6 +93,7 @@ def typed_rules(args: argparse.Namespace, pipeline: ir.Pipeline, spec: Spec | No
 
 def run(args: argparse.Namespace) -> int:
     from apps import storage
+    from apps.pcap import require_packets
     from compiler.spark_session import parse_conf
     from runtime.replay import replay, replay_session
     from runtime.replay_report import summary, text_table, write_report
@@ -116,8 +117,9 @@ def run(args: argparse.Namespace) -> int:
     pipeline = ir.load(args.out)
     spec = trace_spec(args, pipeline)
     typed = typed_rules(args, pipeline, spec)
-    for trace in args.trace:  # a missing file or an unreachable store is reported before Spark starts
+    for trace in args.trace:  # a missing file, an unreachable store or no packets is reported before Spark starts
         storage.file_size(trace)
+        require_packets(trace)
     lap("rules")
     with replay_session(args.master, parse_conf(args.conf)) as spark:
         lap("session")

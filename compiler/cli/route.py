@@ -14,6 +14,7 @@ from compiler.dnf import DEFAULT_LIMIT
 from compiler.errors import P4subError
 from compiler.network_compile import compile_network
 from compiler.network_rules import read_network_rules
+from compiler.outputs import output_dir, staged_dir
 from compiler.routing import POLICIES
 from compiler.spark_session import parse_conf
 from compiler.tables import RANGE_ENCODINGS, TableOptions
@@ -89,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise P4subError("--jobs must be at least 1")
+    output_dir(args.out)  # an -o that would be refused is said now, not after the switches are compiled
     topology = parse_topology_arg(args.topology)
     if args.target != "none":
         check_topology_ports(topology, args.target, args.topology)
@@ -103,13 +105,14 @@ def run(args: argparse.Namespace) -> int:
         raise P4subError("--max-rules applies to --delivery vt only")
     if args.delivery != "filters":
         return run_combined(args, topology, rules, spec, options, target)
-    result = compile_network(topology, rules, spec, policy=args.policy, alpha=alpha_from_args(args), options=options,
-                             out_dir=args.out, target=target, jobs=args.jobs, master=args.master,
-                             progress=None if args.quiet else Progress(), spark_conf=parse_conf(args.conf))
     out = Path(args.out)
-    (out / "sources.json").write_text(json.dumps({
-        "topology": args.topology, "rules": str(Path(args.rules).resolve()), "spec": str(Path(args.spec).resolve()),
-    }, indent=2) + "\n", encoding="utf-8")
+    with staged_dir(out, "route", args.argv) as stage:
+        result = compile_network(topology, rules, spec, policy=args.policy, alpha=alpha_from_args(args),
+                                 options=options, out_dir=stage, target=target, jobs=args.jobs, master=args.master,
+                                 progress=None if args.quiet else Progress(), spark_conf=parse_conf(args.conf))
+        (stage / "sources.json").write_text(json.dumps({
+            "topology": args.topology, "rules": str(Path(args.rules).resolve()), "spec": str(Path(args.spec).resolve()),
+        }, indent=2) + "\n", encoding="utf-8")
     s = result.stats
     print(f"{len(rules)} rules over {s['totals']['switches']} switches ({args.policy.upper()}): "
           f"{s['totals']['entries']} entries, {s['totals']['table_bits']} table bits; "
@@ -132,8 +135,9 @@ def run_combined(args: argparse.Namespace, topology, rules, spec, options: Compi
                          "or vt[:STRATEGY]")
     if args.alpha or args.alpha_field or args.master or args.conf:
         raise P4subError("--alpha, --alpha-field, --master and --conf apply to --delivery filters only")
-    plan, s = compile_combined(topology, rules, spec, encoding or "port", args.out, target=target,
-                               max_labels=args.max_labels, options=options)
+    with staged_dir(args.out, f"route --delivery {args.delivery}", args.argv) as stage:
+        plan, s = compile_combined(topology, rules, spec, encoding or "port", stage, target=target,
+                                   max_labels=args.max_labels, options=options)
     print(f"{len(rules)} rules, header-stack:{plan.encoding} on {len(plan.switches)} switches: "
           f"{s['receiver_sets']} receiver sets, {s['pushes']} pushes, {s['fallbacks']} stored-tree fallbacks "
           f"(max {s['max_labels']} labels of {s['label_bytes']} bytes)")
@@ -154,8 +158,9 @@ def run_vt(args: argparse.Namespace, topology, rules, spec, options: CompileOpti
     max_rules = DEFAULT_MAX_RULES if args.max_rules is None else args.max_rules
     if max_rules < 0:
         raise P4subError("--max-rules must be >= 0")
-    plan, s = compile_vt(topology, rules, spec, strategy, args.out, max_rules=max_rules, target=target,
-                         max_labels=args.max_labels, options=options)
+    with staged_dir(args.out, f"route --delivery {args.delivery}", args.argv) as stage:
+        plan, s = compile_vt(topology, rules, spec, strategy, stage, max_rules=max_rules, target=target,
+                             max_labels=args.max_labels, options=options)
     print(f"{len(rules)} rules, vt:{plan.strategy} on {len(plan.switches)} switches (max {max_rules} VT entries each): "
           f"{s['vts']} VTs, {s['receiver_sets']} receiver sets, {s['pushes']} pushes, {s['fallbacks']} fallback VTs")
     print(f"  labels: {s['labels']['trees']} tree, {s['labels']['hops']} hop, {s['labels']['stops']} stop; "

@@ -168,3 +168,37 @@ def test_route_names_the_topology_of_a_port_the_target_cannot_use(capsys, tmp_pa
     code, err = run(capsys, "route", str(topo), str(REPO / "examples/fat-tree-4.rules"), "--spec", ITCH,
                     "--target", "bmv2", "--jobs", "1", "--quiet", "-o", str(tmp_path / "net"))
     assert code == 2 and f"{topo}: {message}" in err and not (tmp_path / "net").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("gen", "int", "--switches", str(2 ** 40), "--packets", "10"), "--switches 1,099,511,627,776: 1,099,511.6 times"),
+    (("gen", "siena", "--values", str(2 ** 40), "--packets", "10"), "--values 1,099,511,627,776: "),
+    (("gen", "siena", "--attributes", "100000"), "--attributes 100,000: 100.0 times the bound of 1,000"),
+    (("gen", "itch", "--messages", str(10 ** 12)), "--messages 1,000,000,000,000: 1,000.0 times"),
+    (("gen", "rules", "--workload", "itch", "--filters", "5", "--symbols", str(2 ** 40)), "--symbols"),
+    (("gen", "rules", "--workload", "int", "--filters", "5", "--thresholds", str(2 ** 40)), "--thresholds"),
+    (("gen", "rules", "--workload", "siena", "--filters", "5", "--attributes", str(2 ** 40)), "--attributes"),
+    (("gen", "rules", "--workload", "siena", "--filters", "5", "--values", str(2 ** 40)), "--values"),
+    (("gen", "--spec", ITCH, "--packets", str(10 ** 10)), "--packets 10,000,000,000: 10.0 times"),
+])
+def test_huge_gen_options_are_refused_at_once_saying_by_how_much(capsys, tmp_path, argv, message):
+    out = tmp_path / "out"
+    code, err = run(capsys, *argv, "-o", str(out), seconds=5)
+    assert code == 2 and message in err and "times the bound of" in err, err
+    assert not out.exists()
+
+
+def test_gen_rules_refuses_hosts_compile_would_refuse_and_the_largest_it_allows_compiles(capsys, tmp_path):
+    rules = tmp_path / "r.sub"
+    code, err = run(capsys, "gen", "rules", "--workload", "itch", "--filters", "20", "--hosts", "1000",
+                    "-o", str(rules))
+    assert code == 2 and "--hosts 1,000" in err and "490 too many" in err and not rules.exists()
+    assert run(capsys, "gen", "rules", "--workload", "itch", "--filters", "300", "--hosts", "510", "--seed", "3",
+               "-o", str(rules), "--quiet")[0] == 0
+    import re
+
+    ports = [int(p) for group in re.findall(r"fwd\(([\d, ]+)\)", rules.read_text()) for p in group.split(",")]
+    assert ports and max(ports) <= 510
+    for target in ("none", "bmv2", "tofino"):
+        code, err = run(capsys, "compile", ITCH, str(rules), "--target", target, "-o", str(tmp_path / target))
+        assert code == 0, err

@@ -497,3 +497,27 @@ def test_netsim_names_the_line_of_a_bad_trace(tmp_path, capsys, routed_example):
                      '"add_order.buy_sell_indicator": "B"}\n{"add_order.stock": "AAPL"}\n')
     code, err = p4sub_here(capsys, "netsim", str(routed_example), "--trace", str(trace), "--publisher", "h1")
     assert code == 2 and f"{trace}:2:" in err and "lacks field" in err
+
+
+def _empty_pcap(path: Path) -> Path:
+    import struct
+
+    path.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))  # a header and no record
+    return path
+
+
+@pytest.mark.parametrize("trace, message", [("empty.pcap", "holds no packets"), ("empty.jsonl", "holds no messages"),
+                                            ("blank.jsonl", "holds no messages"),
+                                            ("version.pcap", "pcap version 9.9; p4sub reads version 2")])
+def test_netsim_refuses_an_empty_trace_naming_it(tmp_path, capsys, routed_example, trace, message):
+    import struct
+
+    path = tmp_path / trace
+    if trace == "empty.pcap":
+        _empty_pcap(path)
+    elif trace == "version.pcap":
+        path.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 9, 9, 0, 0, 65535, 1) + bytes(40))
+    else:
+        path.write_text("" if trace == "empty.jsonl" else "\n  \n")
+    code, err = p4sub_here(capsys, "netsim", str(routed_example), "--trace", str(path), "--publisher", "h1")
+    assert code == 2 and f"{path}: {message}" in err, err

@@ -307,3 +307,21 @@ def test_replay_with_a_spec_that_lacks_the_pipelines_fields_is_a_user_error(itch
 
     with pytest.raises(P4subError, match="not a field of the spec's headers"):
         replay_local(itch_compiled.pipeline, itch_compiled.typed, [itch_feed], spec=int_spec)
+
+
+def test_cli_replay_refuses_an_empty_trace_before_spark_starts(itch_compiled, tmp_path, capsys) -> None:
+    """As netsim does (tests/runtime/test_netsim.py): "0 messages replayed, exact" would be a lie."""
+    import struct
+    import time
+
+    from compiler.cli import main
+
+    ir.save(itch_compiled.pipeline, tmp_path / "pipeline.json")
+    rules = tmp_path / "r.sub"
+    rules.write_text(ITCH_RULES)
+    trace = tmp_path / "empty.pcap"
+    trace.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    started = time.monotonic()
+    assert main(["replay", str(tmp_path), "--trace", str(trace), "--rules", str(rules), "--master", "local[1]"]) == 2
+    assert time.monotonic() - started < 5  # no Spark session was started for it
+    assert f"{trace}: holds no packets" in capsys.readouterr().err

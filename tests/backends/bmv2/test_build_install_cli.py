@@ -13,6 +13,8 @@ import pytest
 import backends.bmv2 as bmv2
 from compiler.cli import main
 from compiler.cli.install import CLIENT, TargetError, find_p4rt_python, print_report
+from compiler.manifest import find_listed
+from compiler.outputs import staged_dir
 
 from tests.backends.bmv2 import helpers as h
 
@@ -22,7 +24,8 @@ def out(tmp_path):
     spec = h.spec_from_text(h.SCALAR_SPEC, str(tmp_path))
     pipeline = h.compile_text(spec, h.SCALAR_RULES, per_field={"ipv4.diffserv": "ternary"}).pipeline
     d = tmp_path / "out"
-    bmv2.emit(pipeline, d)
+    with staged_dir(d, "compile") as stage:  # as p4sub compile writes it: install needs the manifest
+        bmv2.emit(pipeline, stage)
     return d
 
 
@@ -53,6 +56,7 @@ def test_install_needs_the_build_outputs(out, capsys):
 def test_install_explains_a_missing_p4runtime_shell(out, tmp_path, capsys):
     (out / "program.json").write_text("{}")
     (out / "p4info.txt").write_text("")
+    find_listed(out).record(["program.json", "p4info.txt"])  # as p4sub build does
     python = sys.executable if not _has_shell(sys.executable) else "/bin/false"
     assert main(["install", str(out), "--p4rt-python", python]) == 2
     err = capsys.readouterr().err

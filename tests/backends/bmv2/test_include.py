@@ -145,7 +145,7 @@ def test_cli_include_mode_and_its_refusals(tmp_path, capsys):
     out = tmp_path / "out"
     assert _compile("--target", "bmv2", "--emit", "control", out=out) == 0
     assert {p.name for p in out.iterdir()} == {"p4sub_control.p4", "commands.txt", "entries.p4rt.json", "bmv2.json",
-                                               "pipeline.json", "stats.json", "sources.json", "compiled_rules.sub"}
+                                               "pipeline.json", "stats.json", "sources.json", "compiled_rules.sub", "manifest.json"}
     assert "p4sub.apply(hdr, meta.p4sub, standard_metadata);" in capsys.readouterr().out
     assert main(["build", str(out)]) == 2
     assert "include-mode control" in capsys.readouterr().err

@@ -19,6 +19,7 @@ import pytest
 
 import backends.bmv2 as bmv2
 from compiler.cli.install import TargetError, find_p4rt_python
+from compiler.outputs import staged_dir
 from compiler.compile import CompileOptions, compile_rules
 from compiler.default_path import parse_default
 from compiler.lang import parse_rules
@@ -54,7 +55,8 @@ def bmv2_skip_reason() -> str | None:
 
 
 def build(pipeline, out: Path) -> None:
-    bmv2.emit(pipeline, out)
+    with staged_dir(out, "compile") as stage:  # as p4sub compile writes it: install needs the manifest
+        bmv2.emit(pipeline, stage)
     from compiler.cli import main
 
     rc = main(["build", str(out), "--p4c", P4C])
@@ -167,16 +169,16 @@ def test_itch_on_bmv2_matches_the_reference_model_and_updates_atomically(tmp_pat
 
         # An install the switch refuses part-way is rolled back: the switch keeps rule set 2.
         bad = tmp_path / "bad"
-        bad.mkdir()
-        for name in ("program.p4", "program.json", "p4info.txt"):
-            (bad / name).write_bytes((out / name).read_bytes())
-        request = json.loads((out / bmv2.ENTRIES).read_text())
-        leaf = next(u for u in request["updates"] if u["entity"].get("table_entry", {}).get("table_name")
-                    == "MyIngress.leaf_actions")
-        broken = json.loads(json.dumps(leaf))
-        broken["entity"]["table_entry"]["match"][0]["exact"]["value"] = "0x7f"   # wider than the state key
-        request["updates"].append(broken)
-        (bad / bmv2.ENTRIES).write_text(json.dumps(request))
+        with staged_dir(bad, "compile") as stage:  # entries p4sub wrote (in its manifest) that the switch refuses
+            for name in ("program.p4", "program.json", "p4info.txt"):
+                (stage / name).write_bytes((out / name).read_bytes())
+            request = json.loads((out / bmv2.ENTRIES).read_text())
+            leaf = next(u for u in request["updates"] if u["entity"].get("table_entry", {}).get("table_name")
+                        == "MyIngress.leaf_actions")
+            broken = json.loads(json.dumps(leaf))
+            broken["entity"]["table_entry"]["match"][0]["exact"]["value"] = "0x7f"   # wider than the state key
+            request["updates"].append(broken)
+            (stage / bmv2.ENTRIES).write_text(json.dumps(request))
         r = switch.p4sub("install", str(bad), "--grpc", switch.grpc, "--batch-size", "3")
         assert r.returncode == 2
         assert "refused" in r.stderr and "MyIngress.leaf_actions" in r.stderr and "rolled back" in r.stderr

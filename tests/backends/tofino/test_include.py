@@ -215,7 +215,7 @@ def test_cli_include_mode_and_its_refusals(tmp_path, capsys):
     assert _compile(EXAMPLE / "itch-spec.p4", "--target", "tofino", "--emit", "control", out=out) == 0
     assert {p.name for p in out.iterdir()} == {"p4sub_control.p4", "entries.bfrt.json", "resources.json",
                                                "tofino.json", "pipeline.json", "stats.json", "sources.json",
-                                               "compiled_rules.sub"}
+                                               "compiled_rules.sub", "manifest.json"}
     said = capsys.readouterr().out
     assert "p4sub.apply(hdr, meta.p4sub, ig_intr_md, ig_dprsr_md, ig_tm_md);" in said
     assert "tables pipe.SwitchIngress.p4sub.<table>" in said
