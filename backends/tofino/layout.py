@@ -3,9 +3,13 @@
 The IR is target-neutral; Tofino adds one restriction and one opportunity:
 
 * a ``range`` key must fit in five PHV nibbles (20 bits, :attr:`Target.widest_range_key`). A wider
-  range key is declared ``ternary`` and every range entry becomes its prefix cover (all prefixes
-  keep the entry's priority, so lookups are unchanged: one range's prefixes are disjoint, and
-  entries of different ranges are ordered by priority exactly as before);
+  range key becomes two keys, slices of its field: the high bits ``ternary``, the low bits a native
+  ``range`` (:mod:`backends.tofino.slices`; every range entry becomes at most three pieces with its
+  priority, or, in a code table, priority steps). When that key would be wider in TCAM blocks than
+  the whole field as ``ternary``, the field stays whole and every range entry becomes its prefix
+  cover (all prefixes keep the entry's priority, so lookups are unchanged: one range's prefixes are
+  disjoint, and entries of different ranges are ordered by priority exactly as before). This choice
+  reads the keys' widths only, so the program's keys do not change with the rules;
 * a range key whose entries are all single values is an ``exact`` key (SRAM hash instead of TCAM),
   when no two entries then collide; so is a narrow one whose ranges hold few values per entry (a
   compressed code: each range becomes one exact entry per value, ``expand_points``), TCAM being the
