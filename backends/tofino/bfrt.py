@@ -92,7 +92,7 @@ def entry_json(entry: ir.Entry, table: TableLayout, pipeline: ir.Pipeline, targe
     if table.needs_priority:
         key[target.match_priority] = {"value": bfrt_priority(entry.priority, target)}
     for match, k in zip(entry.matches, table.keys):
-        key[k.field] = key_json(match, k)
+        key[k.name] = key_json(match, k)
     action = pipeline.action(entry.action)
     data = {p4info_param_name(p): a for p, a in zip(action.params, entry.args)}
     return {"table_name": table_name(table, target, instance),
@@ -123,7 +123,7 @@ def document(layout: Layout, groups: tuple[ir.MulticastGroup, ...], program_name
     target = layout.target
     entries = [entry_json(e, t, layout.pipeline, target, instance) for t in layout.tables for e in t.entries]
     tables = [{"table_name": table_name(t, target, instance), "gress": t.gress, "size": t.size,
-               "keys": [{"name": k.field, "match_type": k.match_kind, "width": k.width} for k in t.keys],
+               "keys": [{"name": k.name, "match_type": k.match_kind, "width": k.width} for k in t.keys],
                "actions": [action_name(a, t, target, instance) for a in t.table.actions],
                "priority": t.needs_priority}
               for t in layout.tables]

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from compiler import ir
 from compiler.errors import ResourceError, TargetError
 
-from backends.common.controls import action_decls, apply_statements, chained_tables, table_decl
+from backends.common.controls import action_decls, apply_statements, chained_tables
 from backends.common.headers import struct_decl
 from backends.common.include import (CONTROL, CONTROL_FILE, LOOKED_AT, MATCHED, META_PARAM, METADATA_TYPE,
                                      check_headers_type, check_instance, headers_read, include_pipeline,
@@ -51,7 +51,8 @@ from backends.common.names import (check_key_fields, field_expression, guard_con
 from backends.common.templates import render_template
 from backends.tofino.bfrt import document
 from backends.tofino.fold import fold_miss_tables
-from backends.tofino.layout import Layout, TableLayout, TofinoOptions, entries_with_ranges, match_kind_counts, plan
+from backends.tofino.layout import Layout, TableLayout, TofinoOptions, match_kind_counts, plan
+from backends.tofino.program import table_text
 from backends.tofino.resources import Estimate, estimate
 from backends.tofino.target import TOFINO1, Target, facts
 
@@ -154,10 +155,7 @@ def _key_expression(pipeline: ir.Pipeline, target: Target):
 
 
 def _table_text(t: TableLayout, layout: Layout) -> str:
-    table = replace(t.table, keys=tuple(ir.Key(k.field, k.width, k.match_kind) for k in t.keys))
-    text = table_decl(table, layout.pipeline, _key_expression(layout.pipeline, layout.target), size=t.size)
-    n = entries_with_ranges(t, layout.target)
-    return f"@entries_with_ranges({n})\n{text}" if n is not None else text
+    return table_text(t, layout, _key_expression(layout.pipeline, layout.target))
 
 
 def _laid_out(run: ir.Pipeline, options: TofinoOptions) -> tuple[Layout, Estimate, bool]:

@@ -3,9 +3,13 @@
 The IR is target-neutral; Tofino adds one restriction and one opportunity:
 
 * a ``range`` key must fit in five PHV nibbles (20 bits, :attr:`Target.widest_range_key`). A wider
-  range key is declared ``ternary`` and every range entry becomes its prefix cover (all prefixes
-  keep the entry's priority, so lookups are unchanged: one range's prefixes are disjoint, and
-  entries of different ranges are ordered by priority exactly as before);
+  range key becomes two keys, slices of its field: the high bits ``ternary``, the low bits a native
+  ``range`` (:mod:`backends.tofino.slices`; every range entry becomes at most three pieces with its
+  priority, or, in a code table, priority steps). When that key would be wider in TCAM blocks than
+  the whole field as ``ternary``, the field stays whole and every range entry becomes its prefix
+  cover (all prefixes keep the entry's priority, so lookups are unchanged: one range's prefixes are
+  disjoint, and entries of different ranges are ordered by priority exactly as before). This choice
+  reads the keys' widths only, so the program's keys do not change with the rules;
 * a range key whose entries are all single values is an ``exact`` key (SRAM hash instead of TCAM),
   when no two entries then collide; so is a narrow one whose ranges hold few values per entry (a
   compressed code: each range becomes one exact entry per value, ``expand_points``), TCAM being the
@@ -23,7 +27,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from backends.tofino.ranges import nibble_rows, nibbles, prefix_cover
+from backends.tofino.ranges import nibble_rows, nibbles, prefix_cover, tcam_blocks_wide
+from backends.tofino.slices import pieces, steps
 from backends.tofino.target import TOFINO1, Target
 from compiler import ir
 from compiler.errors import ResourceError
@@ -55,6 +60,8 @@ class TofinoOptions:
     variable_advance: str = "stop"
     fold_misses: str = "auto"  # "auto" (only when it does not fit otherwise), "always", "never"
     network_up_ports: tuple[int, ...] | None = None
+    wide_ranges: str = "auto"  # a range key too wide for "range": "auto" (cheapest), "prefix-cover", "slices"
+    low_slice_bits: int = 0  # the low slice's width when sliced (0: the cheapest multiple of a nibble)
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,14 @@ class KeyLayout:
     width: int
     match_kind: str
     ir_kind: str
-    encoding: str  # "native", "prefix-cover" (range -> ternary), "points"/"expand" (range -> exact values)
+    encoding: str  # "native", "prefix-cover" (range -> ternary), "points"/"expand" (range -> exact values),
+    # "slices"/"steps" (a wide range key cut in a ternary high and a range low slice, backends.tofino.slices)
+    bits: tuple[int, int] | None = None  # (msb, lsb) of ``field`` when the key matches a slice of it
+
+    @property
+    def name(self) -> str:
+        """The key's control-plane name: the field, or its slice as P4 writes it (``add_order.price[15:0]``)."""
+        return self.field if self.bits is None else f"{self.field}[{self.bits[0]}:{self.bits[1]}]"
 
 
 @dataclass(frozen=True)
@@ -122,42 +136,114 @@ def plan(pipeline: ir.Pipeline, options: TofinoOptions = TofinoOptions(),
 
 def _table_layout(table: ir.Table, entries: list[ir.Entry], options: TofinoOptions, gress: str) -> TableLayout:
     target = options.target
-    keys: list[KeyLayout] = []
+    groups: list[tuple[KeyLayout, ...]] = []  # the Tofino keys of each IR key (two for a sliced one)
     for i, key in enumerate(table.keys):
         if key.match_kind not in target.match_kinds:
             raise ResourceError(f"table {table.name}: key {key.field} has match kind {key.match_kind!r}, "
                                 f"which {target.name} does not have ({', '.join(target.match_kinds)})")
-        kind, encoding = key.match_kind, "native"
         if key.match_kind == "range":
-            kind, encoding = _range_choice(table, i, entries, options)
-        keys.append(KeyLayout(key.field, key.width, kind, key.match_kind, encoding))
-    rendered = _render_entries(entries, keys)
+            groups.append(_range_choice(table, i, entries, options))
+        else:
+            groups.append((KeyLayout(key.field, key.width, key.match_kind, key.match_kind, "native"),))
+    keys = tuple(k for group in groups for k in group)
+    if keys and keys[0].encoding == "steps":
+        rendered = _step_entries(table, entries, keys, target)
+    else:
+        rendered = _render_entries(entries, groups)
     rows = sum(_rows(e, keys, target) for e in rendered) if any(k.match_kind != "exact" for k in keys) else 0
     size = table.size
     if len(rendered) > len(entries):
         size = max(size, math.ceil(len(rendered) * options.headroom))
-    return TableLayout(table.name, table, tuple(keys), tuple(rendered), size, rows, gress)
+    return TableLayout(table.name, table, keys, tuple(rendered), size, rows, gress)
 
 
-def _range_choice(table: ir.Table, index: int, entries: list[ir.Entry], options: TofinoOptions) -> tuple[str, str]:
+def _range_choice(table: ir.Table, index: int, entries: list[ir.Entry],
+                  options: TofinoOptions) -> tuple[KeyLayout, ...]:
     target = options.target
     key = table.keys[index]
+
+    def whole(kind: str, encoding: str) -> tuple[KeyLayout, ...]:
+        return (KeyLayout(key.field, key.width, kind, key.match_kind, encoding),)
+
     ranges = [e.matches[index] for e in entries]
     if options.points_as_exact and ranges and all(r.lo == r.hi for r in ranges):
         others_exact = all(k.match_kind == "exact" for j, k in enumerate(table.keys) if j != index)
         distinct = len({tuple(_exact_value(m) for m in e.matches) for e in entries}) == len(entries)
         if others_exact and distinct:
-            return "exact", "points"
+            return whole("exact", "points")
     fits = nibbles(key.width, target.nibble_bits) <= target.max_range_nibbles
     if fits and options.expand_points and _expandable(table, index, entries, options):
-        return "exact", "expand"
+        return whole("exact", "expand")
     if not fits:
-        return "ternary", "prefix-cover"
+        return _wide_choice(table, index, ranges, options)
     nibble_cost = sum(nibble_rows(r.lo, r.hi, key.width, target.nibble_bits) for r in ranges)
     cover_cost = sum(len(prefix_cover(r.lo, r.hi, key.width)) for r in ranges)
     if cover_cost < nibble_cost:
-        return "ternary", "prefix-cover"
-    return "range", "native"
+        return whole("ternary", "prefix-cover")
+    return whole("range", "native")
+
+
+def _wide_choice(table: ir.Table, index: int, ranges: list[ir.Range],
+                 options: TofinoOptions) -> tuple[KeyLayout, ...]:
+    """A range key wider than a native range: (high, low) slices (:mod:`backends.tofino.slices`), the
+    low slice the widest whole number of nibbles up to 20 bits that keeps the table's key in the
+    fewest TCAM blocks side by side; or its prefix cover, when that alone needs fewer blocks side by
+    side. Decided from the keys' widths, not the entries, so that the program (its keys) stays the
+    same when the rules change; ``options.wide_ranges`` and ``options.low_slice_bits`` may force it."""
+    target = options.target
+    key = table.keys[index]
+    other_bytes = sum(math.ceil(k.width / 8) for j, k in enumerate(table.keys) if j != index)
+    low_widths = ([options.low_slice_bits] if options.low_slice_bits else
+                  range(target.nibble_bits, target.widest_range_key + 1, target.nibble_bits))
+    sliced = [(tcam_blocks_wide(other_bytes + math.ceil((key.width - low) / 8) + nibbles(low, target.nibble_bits)),
+               -low) for low in low_widths if 0 < low < key.width]
+    cover_wide = tcam_blocks_wide(other_bytes + math.ceil(key.width / 8))
+    if options.wide_ranges == "prefix-cover" or not sliced or (
+            options.wide_ranges == "auto" and cover_wide < min(sliced)[0]):
+        return (KeyLayout(key.field, key.width, "ternary", key.match_kind, "prefix-cover"),)
+    low = -min(sliced)[1]
+    encoding = "steps" if _stepped(table, ranges) else "slices"
+    return (KeyLayout(key.field, key.width - low, "ternary", key.match_kind, encoding, (key.width - 1, low)),
+            KeyLayout(key.field, low, "range", key.match_kind, encoding, (low - 1, 0)))
+
+
+def _stepped(table: ir.Table, ranges: list[ir.Range]) -> bool:
+    """Whether a table may be rendered as :func:`slices.steps`: a code table (nothing reads whether it
+    hit, so a value in a gap may match an entry that runs its default action) whose one key's
+    entries are disjoint."""
+    if table.role != "code" or len(table.keys) != 1 or table.on_miss is not None or not ranges:
+        return False
+    ordered = sorted(ranges, key=lambda r: r.lo)
+    return all(a.hi < b.lo for a, b in zip(ordered, ordered[1:]))
+
+
+def _filled(ranges: list[ir.Range], width: int) -> list[tuple[int, int]]:
+    """Disjoint ranges, sorted, with the gaps between them and after the last one as ranges of their own."""
+    out: list[tuple[int, int]] = []
+    for r in sorted(ranges, key=lambda r: r.lo):
+        if out and r.lo > out[-1][1] + 1:
+            out.append((out[-1][1] + 1, r.lo - 1))
+        out.append((r.lo, r.hi))
+    if out[-1][1] < (1 << width) - 1:
+        out.append((out[-1][1] + 1, (1 << width) - 1))
+    return out
+
+
+def _step_entries(table: ir.Table, entries: list[ir.Entry], keys: tuple[KeyLayout, ...],
+                  target: Target) -> list[ir.Entry]:
+    """A code table's entries as :func:`slices.steps`: interval ``i`` (gaps included, which run the
+    default action) gets priority ``i + 1``."""
+    width = table.keys[0].width
+    low = keys[1].width
+    by_lo = {e.matches[0].lo: e for e in entries}
+    intervals = _filled([e.matches[0] for e in entries], width)
+    out: list[ir.Entry] = []
+    for piece, i in steps(intervals, width, low, target.nibble_bits):
+        entry = by_lo.get(intervals[i][0])
+        action, args = (entry.action, entry.args) if entry is not None else (table.default_action, table.default_args)
+        out.append(ir.Entry(table.name, (ir.Ternary(piece.high_value, piece.high_mask),
+                                         ir.Range(piece.low_lo, piece.low_hi)), action, args, i + 1))
+    return out
 
 
 def _expandable(table: ir.Table, index: int, entries: list[ir.Entry], options: TofinoOptions) -> bool:
@@ -186,31 +272,37 @@ def _exact_value(match: ir.Match) -> object:
     return match
 
 
-def _render_entries(entries: list[ir.Entry], keys: list[KeyLayout]) -> list[ir.Entry]:
-    changed = [i for i, k in enumerate(keys) if k.encoding != "native"]
-    if not changed:
+def _render_entries(entries: list[ir.Entry], groups: list[tuple[KeyLayout, ...]]) -> list[ir.Entry]:
+    """Each IR entry as the Tofino entries that match exactly its values (one per combination of
+    its keys' re-encodings), with its priority where the table has one."""
+    if all(g[0].encoding == "native" for g in groups):
         return list(entries)
+    prioritised = any(k.match_kind in ("ternary", "range") for g in groups for k in g)
     out: list[ir.Entry] = []
     for entry in entries:
-        options: list[list[ir.Match]] = []
-        for i, match in enumerate(entry.matches):
-            enc = keys[i].encoding
+        options: list[list[tuple[ir.Match, ...]]] = []
+        for match, group in zip(entry.matches, groups):
+            enc = group[0].encoding
             if enc == "points":
-                options.append([ir.Exact(match.lo)])
+                options.append([(ir.Exact(match.lo),)])
             elif enc == "expand":
-                options.append([ir.Exact(v) for v in range(match.lo, match.hi + 1)])
+                options.append([(ir.Exact(v),) for v in range(match.lo, match.hi + 1)])
             elif enc == "prefix-cover":
-                options.append([ir.Ternary(v, m) for v, m in prefix_cover(match.lo, match.hi, keys[i].width)])
+                options.append([(ir.Ternary(v, m),) for v, m in prefix_cover(match.lo, match.hi, group[0].width)])
+            elif enc == "slices":
+                full = group[0].width + group[1].width
+                options.append([(ir.Ternary(p.high_value, p.high_mask), ir.Range(p.low_lo, p.low_hi))
+                                for p in pieces(match.lo, match.hi, full, group[1].width)])
             else:
-                options.append([match])
+                options.append([(match,)])
         for combo in _product(options):
-            priority = entry.priority if any(k.match_kind in ("ternary", "range") for k in keys) else 0
-            out.append(ir.Entry(entry.table, tuple(combo), entry.action, entry.args, priority))
+            out.append(ir.Entry(entry.table, tuple(m for part in combo for m in part), entry.action, entry.args,
+                                entry.priority if prioritised else 0))
     return out
 
 
-def _product(options: list[list[ir.Match]]) -> list[list[ir.Match]]:
-    combos: list[list[ir.Match]] = [[]]
+def _product(options: list[list[tuple[ir.Match, ...]]]) -> list[list[tuple[ir.Match, ...]]]:
+    combos: list[list[tuple[ir.Match, ...]]] = [[]]
     for choices in options:
         combos = [c + [m] for c in combos for m in choices]
     return combos

@@ -12,6 +12,7 @@ entry writer reads, so the two cannot disagree.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Callable
 
 
 from backends.common.controls import action_decls, apply_statements, table_decl, user_call_members
@@ -104,11 +105,23 @@ def _key_expression(table: TableLayout, batched: Batched, spec: Spec, target: Ta
 
 
 def _table_text(t: TableLayout, layout: Layout, batched: Batched, spec: Spec) -> str:
-    target = layout.target
-    table = replace(t.table, keys=tuple(ir.Key(k.field, k.width, k.match_kind) for k in t.keys))
-    key_expr = _key_expression(t, batched, spec, target, state_keys(layout.pipeline))
-    text = table_decl(table, layout.pipeline, key_expr, size=t.size)
-    n = entries_with_ranges(t, target)
+    return table_text(t, layout, _key_expression(t, batched, spec, layout.target, state_keys(layout.pipeline)))
+
+
+def table_text(t: TableLayout, layout: Layout, key_expression: Callable[[ir.Key], str]) -> str:
+    """A laid-out table's declaration (whole program and include mode): its Tofino keys, a sliced key
+    as a slice of its field's expression (``hdr.add_order.price[15:0]``) named ``add_order.price[15:0]``,
+    and ``@entries_with_ranges`` where it has range keys."""
+    by_name = {k.name: k for k in t.keys}
+
+    def expr(key: ir.Key) -> str:
+        k = by_name[key.field]
+        whole = key_expression(ir.Key(k.field, k.width, k.match_kind))
+        return whole if k.bits is None else f"{whole}[{k.bits[0]}:{k.bits[1]}]"
+
+    table = replace(t.table, keys=tuple(ir.Key(k.name, k.width, k.match_kind) for k in t.keys))
+    text = table_decl(table, layout.pipeline, expr, size=t.size)
+    n = entries_with_ranges(t, layout.target)
     return f"@entries_with_ranges({n})\n{text}" if n is not None else text
 
 

@@ -66,3 +66,12 @@ def _rows(lo: int, hi: int, pos: int, bits: int) -> int:
 def nibbles(width: int, nibble_bits: int = 4) -> int:
     """PHV nibbles a key of ``width`` bits occupies when it starts on a nibble boundary."""
     return -(-width // nibble_bits)
+
+
+def tcam_blocks_wide(match_bytes: int) -> int:
+    """TCAM blocks side by side for a key of ``match_bytes`` ternary-crossbar bytes (p4c's
+    ``options_to_ternary_entries``: 2 blocks per 11 bytes; 1 for up to 6)."""
+    pairs, rest = divmod(match_bytes, 11)
+    if rest == 0 and pairs:
+        pairs, rest = pairs - 1, 11
+    return 2 * pairs + (2 if rest > 6 else 1)

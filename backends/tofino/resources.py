@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, replace
 
 from backends.tofino.layout import KeyLayout, Layout, TableLayout, entries_with_ranges
 from backends.tofino.network import network_stage
-from backends.tofino.ranges import nibbles
+from backends.tofino.ranges import nibbles, tcam_blocks_wide
 from backends.tofino.target import Target
 from compiler import ir
 from compiler.errors import ResourceError
@@ -147,14 +147,6 @@ def tcam_match_bytes(keys: tuple[KeyLayout, ...], target: Target) -> int:
         else:
             total += math.ceil(k.width / 8)
     return total
-
-
-def tcam_blocks_wide(match_bytes: int) -> int:
-    """TCAM blocks side by side for a key of ``match_bytes`` bytes (2 per 11 bytes; 1 for up to 6)."""
-    pairs, rest = divmod(match_bytes, 11)
-    if rest == 0 and pairs:
-        pairs, rest = pairs - 1, 11
-    return 2 * pairs + (2 if rest > 6 else 1)
 
 
 def tcam_rows_reserved(t: TableLayout, target: Target) -> int:

@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 
 from backends.bmv2.stack_program import spec_ethernet
-from backends.common.controls import action_decls, apply_statements, pipeline_metadata_members, table_decl, user_call_members
+from backends.common.controls import action_decls, apply_statements, pipeline_metadata_members, user_call_members
 from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, header_member, header_type_decls, struct_decl
 from backends.common.literals import literal
 from backends.common.messages import message_layout
@@ -46,9 +46,9 @@ from backends.common.parser import emit_statements, parser_states
 from backends.common.templates import render_template
 from backends.tofino.batch import EGRESS_PORT_KEY
 from backends.tofino.bfrt import FORMAT, action_name, entry_json, key_json, pre_records, table_name
-from backends.tofino.layout import KeyLayout, Layout, TableLayout, TofinoOptions, entries_with_ranges
+from backends.tofino.layout import KeyLayout, Layout, TableLayout, TofinoOptions
 from backends.tofino.layout import plan as plan_layout
-from backends.tofino.program import EGRESS_HEADERS, EGRESS_METADATA, SPEC_START, tna_spec
+from backends.tofino.program import EGRESS_HEADERS, EGRESS_METADATA, SPEC_START, table_text, tna_spec
 from backends.tofino.target import TOFINO1, Target, facts
 from compiler import ir
 from compiler.delivery.combined import DROP_REASONS, MIXED_TAGS, RSET_META, CombinedPlan, SwitchPlan, push_args
@@ -215,10 +215,7 @@ def subscription_context(plan: CombinedPlan | VtPlan, target: Target) -> tuple[d
     key_expr = _key_expression(stacked, facts(target).query_metadata)
     tables = []
     for t in layout.tables:
-        table = replace(t.table, keys=tuple(ir.Key(k.field, k.width, k.match_kind) for k in t.keys))
-        text = table_decl(table, pipeline, key_expr, size=t.size)
-        pragma = entries_with_ranges(t, target)
-        tables.append(f"@entries_with_ranges({pragma})\n{text}" if pragma is not None else text)
+        tables.append(table_text(t, layout, key_expr))
     context = dict(
         name=pipeline.name, spec_path=pipeline.spec.path, eth=eth, stopped=stopped, first_only=bool(stacked),
         header_types=header_type_decls(spec), spec_members=[header_member(h).render() for h in spec.headers],
@@ -282,7 +279,7 @@ def program_text(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -
 
 
 def stack_entry(entry: ir.Entry, table: StackTable, target: Target) -> dict[str, Any]:
-    key = {k.field: key_json(m, k) for m, k in zip(entry.matches, table.layout.keys)}
+    key = {k.name: key_json(m, k) for m, k in zip(entry.matches, table.layout.keys)}
     data = {p4info_param_name(p): a for p, a in zip(table.action.params, entry.args)}
     return {"table_name": table_name(table.layout, target), "action": action_name(entry.action, table.layout, target),
             "key": key, "data": data}

@@ -45,8 +45,14 @@ def test_rendered_entries_look_up_what_the_ir_entries_do(case, data):
     table, entries, width = case
     layout = plan(_pipeline(table, entries))
     t = layout.table("t")
-    rendered_table = ir.Table("t", tuple(ir.Key(k.field, k.width, k.match_kind) for k in t.keys), table.actions,
+    rendered_table = ir.Table("t", tuple(ir.Key(k.name, k.width, k.match_kind) for k in t.keys), table.actions,
                               table.default_action)
+
+    def rendered_key(state: int, value: int) -> tuple[int, ...]:
+        """The rendered keys' values: a sliced key matches bits ``msb..lsb`` of the value."""
+        return (state,) + tuple(value if k.bits is None else (value >> k.bits[1]) & ((1 << k.width) - 1)
+                                for k in t.keys[1:])
+
     # Overlapping ranges with equal priorities have no defined winner (in P4Runtime either): compare
     # the set of admissible answers, i.e. only keys whose best priority is held by one entry.
     for _ in range(40):
@@ -55,7 +61,7 @@ def test_rendered_entries_look_up_what_the_ir_entries_do(case, data):
         matching = [e for e in entries if e.matches[0].value == state and e.matches[1].lo <= value <= e.matches[1].hi]
         if matching and sum(1 for e in matching if e.priority == max(m.priority for m in matching)) > 1:
             continue
-        assert _winner_action(rendered_table, list(t.entries), (state, value)) == \
+        assert _winner_action(rendered_table, list(t.entries), rendered_key(state, value)) == \
             _winner_action(table, entries, (state, value))
 
 
@@ -63,7 +69,7 @@ def test_a_range_key_wider_than_five_nibbles_becomes_ternary_prefixes():
     table = ir.Table("t", (ir.Key(ir.STATE, 8, "exact"), ir.Key("order.price", 32, "range")), ("set_state", "NoAction"),
                      "NoAction", size=64)
     entries = [ir.Entry("t", (ir.Exact(0), ir.Range(1, 6)), "set_state", (1,), 1)]
-    t = plan(_pipeline(table, entries)).table("t")
+    t = plan(_pipeline(table, entries), TofinoOptions(wide_ranges="prefix-cover")).table("t")
     assert [k.match_kind for k in t.keys] == ["exact", "ternary"]
     assert t.keys[1].encoding == "prefix-cover"
     # [1, 6] = 1, 2-3, 4-5, 6: four prefixes, each with the entry's priority.
@@ -123,7 +129,13 @@ def test_every_compiled_table_keeps_its_keys_widths_and_entry_count_or_grows_by_
     layout = plan(pipeline)
     for t in layout.tables:
         ir_table = pipeline.table(t.name)
-        assert [(k.field, k.width) for k in t.keys] == [(k.field, k.width) for k in ir_table.keys]
+        # a key cut in (high, low) slices keeps its field and width over its two slices, high first
+        whole = [(k.field, sum(j.width for j in t.keys if j.field == k.field))
+                 for k in t.keys if k.bits is None or k.bits[1] == 0]
+        assert whole == [(k.field, k.width) for k in ir_table.keys]
+        for high, low in zip(t.keys, t.keys[1:]):
+            if high.bits is not None and high.field == low.field:
+                assert high.bits[1] == low.bits[0] + 1 and low.bits[1] == 0
         assert set(k.match_kind for k in t.keys) <= set(TOFINO1.match_kinds)
         assert len(t.entries) >= len(pipeline.entries_of(t.name))
         assert t.size >= len(t.entries)

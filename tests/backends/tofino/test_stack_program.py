@@ -83,9 +83,9 @@ def key_width(text: str, expr: str) -> int:
         return 9
     if expr.startswith("meta."):
         return widths_of(text, "p4sub_metadata_t")[expr[5:]]
-    header, fld = re.fullmatch(r"hdr\.(\w+)(?:\[\d+\])?\.(\w+)", expr).groups()
+    header, fld, msb, lsb = re.fullmatch(r"hdr\.(\w+)(?:\[\d+\])?\.(\w+)(?:\[(\d+):(\d+)\])?", expr).groups()
     htype = re.search(rf"^\s+(\w+)(?:\[\d+\])? {header};", text, re.M).group(1)
-    return widths_of(text, htype)[fld]
+    return widths_of(text, htype)[fld] if msb is None else int(msb) - int(lsb) + 1
 
 
 def fits(value, width: int) -> bool:
