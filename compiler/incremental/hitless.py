@@ -212,7 +212,7 @@ def plan(old: ir.Pipeline, new: ir.Pipeline, reserved_groups: Iterable[int] = ()
                 need = sum(1 for t in d.ids[lane] if t and is_dirty(lane, t) and t in c.ids[lane])
                 raise HitlessError(f"lane {lane}: its {lay.width[lane]}-bit state holds {1 << lay.width[lane]} ids; "
                                    f"the old and new pipelines use {len(taken)} and {need} changed states need a "
-                                   "shadow id: compile with a wider state (TableOptions.min_state_bits)")
+                                   "shadow id: compile with a wider state (p4sub compile --state-bits N)")
             sigma[lane, s] = shadow
     gsigma: dict[int, int] = {}
     gtaken = set(c.groups) | set(d.groups) | set(reserved_groups) | {0}
