@@ -152,7 +152,7 @@ def test_packets_sent_while_a_hitless_update_lands_go_where_the_old_or_the_new_r
     v1, v2 = compile_pair(tmp_path, old, new)
     for out in (v1, v2):
         assert main(["build", str(out)]) == 0
-    assert (v1 / "program.json").read_bytes() == (v2 / "program.json").read_bytes()
+    assert (v1 / "program.p4").read_text() == (v2 / "program.p4").read_text()
     old_model, new_model = Model(ir.load(v1)), Model(ir.load(v2))
     rng = random.Random(13)
     orders = [pk.AddOrder(rng.choice(STOCKS).encode(), rng.randint(0, 450) * 10000, 100, b"B", i) for i in range(1500)]
