@@ -6,8 +6,10 @@ the records ``entries.bfrt.json`` holds: an IR entry becomes the records of its 
 range as its prefix cover: pieces that never overlap, at the entry's priority, so that within a
 step they may land in any order as the plan's proof needs), a multicast group its ``$pre.node``
 and ``$pre.mgid`` records (the node before the group that names it; the group before its node
-when deleted). Old and new must render the same program (same key encodings, sizes, stages):
-otherwise the update is a new program and cannot be hitless.
+when deleted). Old and new must render the same program but for the numbers the layout derives
+from the entries (table sizes grown by prefix covers, ``@entries_with_ranges``): the switch keeps
+running the old program, so every table of it must hold the plan's peak, in entries and in the TCAM
+rows its range entries take; otherwise the update is a new program and cannot be hitless.
 
 A step becomes bfrt_grpc batches of one table and one kind each (:func:`backends.tofino.updates.batches`);
 batches of one step may go in any order, steps go one after the other. Written against the
@@ -17,12 +19,14 @@ in-memory stand-in of the tests only: there is no SDE here.
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
 from backends.tofino import build, options_from_args, updates
 from backends.tofino.bfrt import PRE_MGID, PRE_NODE, entry_json, pre_records
-from backends.tofino.layout import TofinoOptions, _render_entries
+from backends.tofino.ranges import nibbles
+from backends.tofino.layout import Layout, TofinoOptions, _render_entries, _rows, entries_with_ranges
 from compiler import ir
 from compiler.errors import TargetError
 from compiler.incremental import hitless
@@ -34,7 +38,7 @@ def hitless_steps(old: ir.Pipeline, new: ir.Pipeline,
                   options: TofinoOptions = TofinoOptions()) -> tuple[list[tuple[str, list[updates.Op]]], hitless.Plan]:
     """(steps as (phase, BF Runtime writes), the IR plan) from ``old`` on the switch to ``new``."""
     r_old, r_new = build(old, options), build(new, options)
-    if r_old.program.text != r_new.program.text:
+    if _shape(r_old.program.text) != _shape(r_new.program.text):
         raise hitless.HitlessError("the new pipeline renders another Tofino program (key encodings, table sizes or "
                                    "stages differ): it cannot be installed hitlessly on the running one")
     plan = hitless.plan(r_old.batched.pipeline, r_new.batched.pipeline)
@@ -48,6 +52,8 @@ def hitless_steps(old: ir.Pipeline, new: ir.Pipeline,
             return nodes_and_mgid[:1], nodes_and_mgid[1:]
         t = tables[item.table]
         return [entry_json(e, t, layout.pipeline, target) for e in _render_entries([item], list(t.keys))], []
+
+    _check_room(r_old.layout, plan)
 
     steps: list[tuple[str, list[updates.Op]]] = []
     for s in plan.steps:
@@ -69,6 +75,44 @@ def hitless_steps(old: ir.Pipeline, new: ir.Pipeline,
         raise hitless.HitlessError("the plan does not reach entries.bfrt.json (records outside the subscription "
                                    "states change): " + "; ".join(wrong[:3]))
     return steps, plan
+
+
+_NUMBERS = re.compile(r"(size = |@entries_with_ranges\()\d+")
+
+
+def _shape(program: str) -> str:
+    """The program without the numbers the layout derives from the entries."""
+    return _NUMBERS.sub(r"\1N", program)
+
+
+def _check_room(running: Layout, plan: hitless.Plan) -> None:
+    """Every table of the running program holds the plan's peak, in entries and in TCAM rows."""
+    target = running.target
+    count = {t.name: len(t.entries) for t in running.tables}
+    rows = {t.name: sum(_rows(e, t.keys, target) for e in t.entries) for t in running.tables}
+    peak_count, peak_rows = dict(count), dict(rows)
+    for step in plan.steps:
+        for w in step.writes:
+            if w.is_group or w.op == hitless.MODIFY:
+                continue
+            t = running.table(w.item.table)
+            sign = 1 if w.op == hitless.INSERT else -1
+            pieces = _render_entries([w.item], list(t.keys))
+            count[t.name] += sign * len(pieces)
+            rows[t.name] += sign * sum(_rows(e, t.keys, target) for e in pieces)
+        for name in count:
+            peak_count[name] = max(peak_count[name], count[name])
+            peak_rows[name] = max(peak_rows[name], rows[name])
+    for t in running.tables:
+        n = entries_with_ranges(t, target)
+        worst = 1  # the most rows one entry can take, as bf-p4c counts them for @entries_with_ranges
+        for key in t.range_keys:
+            worst *= min(2 * nibbles(key.width, target.nibble_bits) - 1, target.multirange_row_limit)
+        reserved = t.size if n is None else n * worst + (t.size - n)
+        if peak_count[t.name] > t.size or (n is not None and peak_rows[t.name] > reserved):
+            raise hitless.HitlessError(
+                f"table {t.name} of the running program holds {t.size} entries ({reserved} TCAM rows); the update "
+                f"needs {peak_count[t.name]} entries ({peak_rows[t.name]} rows) at its peak, old and new side by side")
 
 
 def batches(steps: list[tuple[str, list[updates.Op]]], size: int) -> list[list[list[updates.Op]]]:
