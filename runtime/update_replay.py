@@ -19,7 +19,7 @@ deleted, modified, added, old groups last), which a packet may meet half applied
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -61,9 +61,9 @@ def delta_writes(old: ir.Pipeline, new: ir.Pipeline) -> list[hitless.Write]:
 
 def replay_across(old: ir.Pipeline, new: ir.Pipeline, old_rules: TypedRules, new_rules: TypedRules,
                   columns: Mapping[str, np.ndarray], writes: Sequence[hitless.Write], start: int,
-                  gap: int) -> UpdateReplay:
+                  gap: float) -> UpdateReplay:
     """Replay ``columns`` (one row per message) across ``writes`` landing from message ``start``,
-    one every ``gap`` messages (see the module docstring)."""
+    one every ``gap`` messages (a fraction: several writes between two messages; see the module docstring)."""
     n = len(next(iter(columns.values())))
     space = PortSpace.of(rule_ports(old_rules) | rule_ports(new_rules) | pipeline_ports(old) | pipeline_ports(new))
     wanted = []
@@ -74,23 +74,31 @@ def replay_across(old: ir.Pipeline, new: ir.Pipeline, old_rules: TypedRules, new
         wanted.append(truth.wanted(given, n))
     wanted_old, wanted_new = wanted
     delivered = space.empty(n)
-    entries = {entry_key(e): e for e in old.entries}
+    tables: dict[str, dict] = {t.name: {} for t in old.tables}
+    for e in old.entries:
+        tables[e.table][entry_key(e)] = e
     groups = {g.id: tuple(g.ports) for g in old.multicast_groups}
-    bounds = [0, min(start, n)] + [min(start + (k + 1) * gap, n) for k in range(len(writes))] + [n]
-    for k in range(len(writes) + 2):  # before the first write, after each, and the rest after the last
+    model = Model(old)
+    at = [start + k * gap for k in range(len(writes))]  # message index each write lands before
+    bounds = [0] + [min(n, max(0, int(a))) for a in at] + [n]
+    for k in range(len(writes) + 1):  # before the first write, then after each write
+        if k:
+            w = writes[k - 1]
+            if w.is_group:
+                hitless.apply({}, groups, w)
+                model.set_groups(ir.MulticastGroup(g, p) for g, p in groups.items())
+            else:
+                hitless.apply(tables[w.item.table], groups, w)
+                model.set_entries(w.item.table, list(tables[w.item.table].values()))
         lo, hi = bounds[k], bounds[k + 1]
-        if 1 <= k <= len(writes):
-            hitless.apply(entries, groups, writes[k - 1])
         if hi > lo:
-            state = replace(old, entries=tuple(entries.values()),
-                            multicast_groups=tuple(ir.MulticastGroup(g, p) for g, p in sorted(groups.items())))
-            result = Model(state).run({f: c[lo:hi] for f, c in columns.items()}, hi - lo)
+            result = model.run({f: c[lo:hi] for f, c in columns.items()}, hi - lo)
             delivered[lo:hi] = np.stack([space.mask(s) for s in result.port_sets()])
     both = wanted_old & wanted_new
     missed = (both & ~delivered).any(axis=1)
     as_old = (delivered == wanted_old).all(axis=1)
     as_new = (delivered == wanted_new).all(axis=1)
     changed = ~(wanted_old == wanted_new).all(axis=1)
-    return UpdateReplay(n, max(0, min(bounds[-2], n) - min(start, n)), len(writes), int(missed.sum()),
+    return UpdateReplay(n, bounds[-2] - bounds[1] if writes else 0, len(writes), int(missed.sum()),
                         int((~as_old & ~as_new).sum()), int((changed & as_old).sum()), int((changed & as_new).sum()))
 
