@@ -317,16 +317,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(report))
             return 0
         result = update_plan.apply_plan(plan, lambda ops: switch.write(ops, names), args.batch_size)
-        report.update(ok=result.ok, applied=result.applied, summary=result.summary())
-        if not result.ok:
-            report.update(refused=update_plan.describe(result.refused), reason=result.reason,
-                          rolled_back=result.rolled_back, rollback_errors=result.rollback_errors)
-        diffs = update_plan.differences(switch.read(names), wanted if result.ok else current)
-        report["differences"] = diffs
-        if diffs:
-            report["ok"] = False
-        print(json.dumps(report))
-        return 0 if report["ok"] else 1
+        return finish(switch, names, result, wanted, current, report)
     except (P4RuntimeException, grpc.RpcError) as exc:
         report.update(ok=False, error=str(exc))
         print(json.dumps(report))
@@ -362,11 +353,17 @@ def apply_hitless(switch: Switch, names: Names, request: dict, steps: list, same
         print(json.dumps(report))
         return 0
     result = update_plan.apply_steps(steps, lambda batch: switch.write(batch, names), args.batch_size)
+    return finish(switch, names, result, request["after"], current, report)
+
+
+def finish(switch: Switch, names: Names, result, wanted: list, before: list, report: dict) -> int:
+    """Report what was written and what a read-back shows (``wanted``, or ``before`` after a rollback);
+    prints the report, returns the exit status."""
     report.update(ok=result.ok, applied=result.applied, summary=result.summary())
     if not result.ok:
         report.update(refused=update_plan.describe(result.refused), reason=result.reason,
                       rolled_back=result.rolled_back, rollback_errors=result.rollback_errors)
-    diffs = update_plan.differences(switch.read(names), request["after"] if result.ok else current)
+    diffs = update_plan.differences(switch.read(names), wanted if result.ok else before)
     report["differences"] = diffs
     if diffs:
         report["ok"] = False
