@@ -80,6 +80,7 @@ def hitless_request(old: ir.Pipeline, new: ir.Pipeline, options: Bmv2Options = B
     before = entities(old, old_program)
     after = entities(new, new_program)
     steps = _union_group(steps, before, after)
+    _check_ports_table(steps, before, new_program)
     return {"format": FORMAT, "pipeline": new.name, "counts": plan.counts(), "before": before, "after": after,
             "steps": [{"phase": phase, "updates": [_json(op) for op in ops]} for phase, ops in steps]}
 
@@ -118,6 +119,26 @@ def _union_group(steps: list, before: list[dict], after: list[dict]) -> list:
     if update_plan.entity_value(shrink.entity) != update_plan.entity_value(grown) or shrink.type == update_plan.DELETE:
         out.append(("union", [shrink]))
     return out
+
+
+def _check_ports_table(steps: list, before: list[dict], program: Bmv2Program) -> None:
+    """``p4sub_group_ports`` holds an entry per group, shadow groups too: it must hold the peak."""
+    table = next((t for t in program.extra_tables if t.name == PORTS_TABLE), None)
+    if table is None:
+        return
+    name = program.control_of(table) + "." + PORTS_TABLE
+
+    def here(e: dict) -> bool:
+        return e.get("table_entry", {}).get("table_name") == name
+
+    count = peak = sum(1 for e in before if here(e))
+    for _, ops in steps:
+        count += sum(1 if op.type == update_plan.INSERT else -1 for op in ops
+                     if here(op.entity) and op.type != update_plan.MODIFY)
+        peak = max(peak, count)
+    if peak > program.sizes[PORTS_TABLE]:
+        raise hitless.HitlessError(f"{PORTS_TABLE} would hold {peak} entries (size {program.sizes[PORTS_TABLE]}) "
+                                   "with the shadow groups beside the old ones")
 
 
 def _json(op: update_plan.Op) -> dict[str, Any]:

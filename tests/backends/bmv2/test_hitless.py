@@ -188,3 +188,19 @@ def test_packets_sent_while_a_hitless_update_lands_go_where_the_old_or_the_new_r
     print(f"hitless install took {took:.2f} s; {len(orders)} packets, {sum(1 for w in where if w[0] & w[1])} wanted "
           f"by a subscriber in both rule sets, none lost; packets the update changes: {dict(judged)}")
     assert judged["old"] and judged["new"]  # traffic before and after the flip: the update landed during it
+
+
+def test_a_group_ports_table_without_room_for_the_shadow_groups_is_refused(tmp_path) -> None:
+    from dataclasses import replace
+
+    from backends.bmv2.program import PORTS_TABLE
+    from compiler.incremental.hitless import HitlessError
+
+    old = rules_text(1, 30)
+    v1, v2 = compile_pair(tmp_path, old, old[8:] + rules_text(2, 8) + ['add_order.stock == "IBM" : fwd(2, 4);'])
+    a, b = ir.load(v1), ir.load(v2)
+    assert hitless_request(a, b, options_of(v2))["counts"].get("groups")  # groups written beside the old ones
+    tight = max(len(a.multicast_groups), len(b.multicast_groups))
+    options = options_of(v2)
+    with pytest.raises(HitlessError, match="p4sub_group_ports would hold"):
+        hitless_request(a, b, replace(options, table_sizes={**options.table_sizes, PORTS_TABLE: tight}))
