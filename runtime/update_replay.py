@@ -81,17 +81,20 @@ def replay_across(old: ir.Pipeline, new: ir.Pipeline, old_rules: TypedRules, new
     model = Model(old)
     at = [start + k * gap for k in range(len(writes))]  # message index each write lands before
     bounds = [0] + [min(n, max(0, int(a))) for a in at] + [n]
+    stale: set[str] = set()  # tables written since the model last saw them (recompiled when a message comes)
     for k in range(len(writes) + 1):  # before the first write, then after each write
         if k:
             w = writes[k - 1]
-            if w.is_group:
-                hitless.apply({}, groups, w)
-                model.set_groups(ir.MulticastGroup(g, p) for g, p in groups.items())
-            else:
-                hitless.apply(tables[w.item.table], groups, w)
-                model.set_entries(w.item.table, list(tables[w.item.table].values()))
+            hitless.apply({} if w.is_group else tables[w.item.table], groups, w)
+            stale.add("" if w.is_group else w.item.table)
         lo, hi = bounds[k], bounds[k + 1]
         if hi > lo:
+            for table in stale:
+                if table:
+                    model.set_entries(table, list(tables[table].values()))
+                else:
+                    model.set_groups(ir.MulticastGroup(g, p) for g, p in groups.items())
+            stale.clear()
             result = model.run({f: c[lo:hi] for f, c in columns.items()}, hi - lo)
             delivered[lo:hi] = np.stack([space.mask(s) for s in result.port_sets()])
     both = wanted_old & wanted_new
