@@ -7,7 +7,8 @@ Why it is needed: an update (``delta.json``, or a diff) reuses freed state ids a
 entries in place, so a switch that applies it entry by entry is seen half-done: a packet can take
 an old edge into a state whose entries are already the new ones, and land nowhere.
 
-The plan, per lane (each lane is its own walk from state 0 over its own state field):
+The plan, per walk (each lane, and each message slot of a Tofino batched program, is its own walk
+from state 0 over its own state field, ``meta.p4sub_state...``):
 
 1. *groups*: the new multicast groups, at ids the old entries never name;
 2. *shadow*: every state whose meaning changes (its entries differ, or a state or group below it
@@ -48,7 +49,7 @@ from compiler.incremental.delta import entry_key, same_program
 
 INSERT, MODIFY, DELETE = "insert", "modify", "delete"
 GROUP_ID_LIMIT = 1 << 16
-TAIL_ROLES = ("leaf", "call")
+TAIL_ROLES = ("leaf", "call", "keep")
 
 
 class HitlessError(P4subError):
@@ -106,13 +107,13 @@ class Plan:
 class _Layout:
     """Where each table keeps the state (key index) and where each action names a state or a group."""
 
-    state_key: dict[str, int]  # table -> index of its lane's state key
-    lane_of: dict[str, int]
+    state_key: dict[str, int]  # table -> index of its walk's state key
+    lane_of: dict[str, str]  # table -> the state field of its walk (a lane's, a message slot's)
     state_arg: dict[str, int]  # action -> index of the argument it sets the state to
     group_arg: dict[str, int]  # action -> index of the multicast group argument
     chain: dict[str, int]  # table -> its position in the walk (a table before its on_miss table)
     rank_kind: dict[str, str]  # table -> "priority", "lpm" or "exact"
-    width: dict[int, int]  # lane -> state width
+    width: dict[str, int]  # state field -> width
     tail: frozenset[str]  # the tables after the field stages (leaf, calls): all applied, none first-hit-wins
 
 
@@ -120,9 +121,9 @@ def _layout(p: ir.Pipeline) -> _Layout:
     state_key, lane_of, width = {}, {}, {}
     for t in p.tables:
         for i, k in enumerate(t.keys):
-            if k.field == ir.lane_state(t.lane):
-                state_key[t.name], lane_of[t.name], width[t.lane] = i, t.lane, k.width
-    state_fields = {ir.lane_state(i) for i in range(max(p.lanes, 1))}
+            if k.field.startswith(ir.STATE) and k.match_kind == "exact":
+                state_key[t.name], lane_of[t.name], width[k.field] = i, k.field, k.width
+    state_fields = set(width)
     state_arg, group_arg = {}, {}
     for a in p.actions:
         params = [q.name for q in a.params]
@@ -147,9 +148,9 @@ class _Side:
     """One pipeline's entries by (lane, state), and the states and groups it uses."""
 
     def __init__(self, p: ir.Pipeline, lay: _Layout) -> None:
-        self.by_state: dict[tuple[int, int], list[ir.Entry]] = defaultdict(list)
+        self.by_state: dict[tuple[str, int], list[ir.Entry]] = defaultdict(list)
         self.stateless: set[ir.Entry] = set()
-        self.ids: dict[int, set[int]] = defaultdict(lambda: {0})
+        self.ids: dict[str, set[int]] = defaultdict(lambda: {0})
         for e in p.entries:
             i = lay.state_key.get(e.table)
             if i is None:
@@ -163,7 +164,7 @@ class _Side:
                 self.ids[lane].add(e.args[lay.state_arg[e.action]])
         self.groups = {g.id: tuple(g.ports) for g in p.multicast_groups}
 
-    def content(self, lane: int, s: int) -> frozenset:
+    def content(self, lane: str, s: int) -> frozenset:
         return frozenset(self.by_state.get((lane, s), ()))
 
 
@@ -186,9 +187,9 @@ def plan(old: ir.Pipeline, new: ir.Pipeline, reserved_groups: Iterable[int] = ()
     lanes = sorted(set(lay.lane_of.values()))
     group_dirty = {g: c.groups.get(g) != ports for g, ports in d.groups.items()}
 
-    dirty: dict[tuple[int, int], bool] = {}
+    dirty: dict[tuple[str, int], bool] = {}
 
-    def is_dirty(lane: int, s: int) -> bool:
+    def is_dirty(lane: str, s: int) -> bool:
         key = (lane, s)
         if key not in dirty:
             mine = d.content(lane, s)
@@ -197,7 +198,7 @@ def plan(old: ir.Pipeline, new: ir.Pipeline, reserved_groups: Iterable[int] = ()
                           or any(group_dirty.get(g, True) for g in _groups(mine, lay)))
         return dirty[key]
 
-    sigma: dict[tuple[int, int], int] = {}
+    sigma: dict[tuple[str, int], int] = {}
     for lane in lanes:
         taken = c.ids[lane] | d.ids[lane]
         free = (i for i in range(1, 1 << lay.width[lane]) if i not in taken)
@@ -210,7 +211,7 @@ def plan(old: ir.Pipeline, new: ir.Pipeline, reserved_groups: Iterable[int] = ()
             shadow = next(free, None)
             if shadow is None:
                 need = sum(1 for t in d.ids[lane] if t and is_dirty(lane, t) and t in c.ids[lane])
-                raise HitlessError(f"lane {lane}: its {lay.width[lane]}-bit state holds {1 << lay.width[lane]} ids; "
+                raise HitlessError(f"{lane}: its {lay.width[lane]}-bit state holds {1 << lay.width[lane]} ids; "
                                    f"the old and new pipelines use {len(taken)} and {need} changed states need a "
                                    "shadow id: compile with a wider state (p4sub compile --state-bits N)")
             sigma[lane, s] = shadow
@@ -224,7 +225,7 @@ def plan(old: ir.Pipeline, new: ir.Pipeline, reserved_groups: Iterable[int] = ()
                 raise HitlessError("no free multicast group id for a shadow group")
             gsigma[g] = shadow
 
-    def render(e: ir.Entry, lane: int, final: bool = False) -> ir.Entry:
+    def render(e: ir.Entry, lane: str, final: bool = False) -> ir.Entry:
         """``e`` of the new pipeline at shadow ids (its own state's too unless ``final``)."""
         i = lay.state_key[e.table]
         matches = e.matches
@@ -297,10 +298,10 @@ def _slot(e: ir.Entry, lay: _Layout) -> tuple[int, int]:
         rank = next(m.prefix_len for m in e.matches if isinstance(m, ir.Lpm))
     else:
         rank = 0
-    return lay.chain[e.table], -rank
+    return lay.chain.get(e.table, len(lay.chain)), -rank  # tables outside the ingress chain come after it
 
 
-def _root_steps(old: list[ir.Entry], new: list[ir.Entry], lay: _Layout, lane: int) -> list[Step]:
+def _root_steps(old: list[ir.Entry], new: list[ir.Entry], lay: _Layout, lane: str) -> list[Step]:
     """The root's writes: new versions from the highest slot down, then old ones from the lowest up,
     one step per slot (entries of one slot of one state never overlap)."""
     before = {entry_key(e): e for e in old}
@@ -318,7 +319,7 @@ def _root_steps(old: list[ir.Entry], new: list[ir.Entry], lay: _Layout, lane: in
             downs[_slot(e, lay)].append(Write(DELETE, e, e))
     tail = {w.item.table for ws in [*ups.values(), *downs.values()] for w in ws} & lay.tail
     if len(tail) > 1:
-        raise HitlessError(f"lane {lane}: the root state's entries change in {', '.join(sorted(tail))} at once, at the "
+        raise HitlessError(f"{lane}: the root state's entries change in {', '.join(sorted(tail))} at once, at the "
                            "end of the walk, where no single write flips them together")
     return ([Step("root", tuple(ups[s])) for s in sorted(ups)]
             + [Step("root", tuple(downs[s])) for s in sorted(downs, reverse=True)])
