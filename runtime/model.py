@@ -436,6 +436,19 @@ class Model:
         if self.state is not None:
             self.widths.update(self.state.widths)
 
+    def set_entries(self, table: str, entries: Sequence[ir.Entry]) -> None:
+        """Replace one table's entries, recompiling that table only (an update landing write by
+        write: runtime.update_replay)."""
+        es = list(entries)
+        self.entries[table] = es
+        self.compiled[table] = _compile_table(self.tables[table], es)
+        self.args[table] = _args_array(es)
+        self.action_names[table] = sorted({e.action for e in es})
+        self.action_code[table] = np.array([self.action_names[table].index(e.action) for e in es], dtype=np.int64)
+
+    def set_groups(self, groups: Iterable[ir.MulticastGroup]) -> None:
+        self.group_ports = {g.id: frozenset(g.ports) for g in groups}
+
     def reset_state(self) -> None:
         """Forget the counters (a switch that just started); a no-op for a stateless pipeline."""
         if self.state is not None:

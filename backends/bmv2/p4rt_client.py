@@ -11,6 +11,11 @@ JSON and push the pipeline only when it differs (pushing wipes every entry); rea
 table entries and multicast groups; write the minimal plan (:func:`update_plan.diff`) in batches
 with rollback on refusal (:func:`update_plan.apply_plan`); read everything back and report any
 difference from what was wanted.
+
+With ``--plan hitless.p4rt.json`` (:mod:`backends.bmv2.hitless`, ``p4sub install --hitless``) the
+switch must already run the program and hold exactly the plan's ``before`` entities (or already its
+``after``: nothing to do); the plan's steps are written in order (:func:`update_plan.apply_steps`),
+so that no packet is forwarded other than as the old or the new entries would.
 """
 
 from __future__ import annotations
@@ -263,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--election-id", type=int, default=1)
     ap.add_argument("--p4info", required=True)
     ap.add_argument("--config", required=True, help="program.json from p4c-bm2-ss")
-    ap.add_argument("--entries", required=True, help="entries.p4rt.json")
+    ap.add_argument("--entries", help="entries.p4rt.json")
+    ap.add_argument("--plan", help="hitless.p4rt.json: write its steps instead of the difference to --entries")
     ap.add_argument("--batch-size", type=int, default=500)
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args(argv)
@@ -272,10 +278,17 @@ def main(argv: list[str] | None = None) -> int:
     device_config = Path(args.config).read_bytes()
     p4info = text_format.Parse(p4info_text.decode(), p4info_pb2.P4Info(), allow_unknown_field=True)
     names = Names(p4info)
-    wanted = [u["entity"] for u in json.loads(Path(args.entries).read_text())["updates"]]
+    if args.plan:
+        hitless = json.loads(Path(args.plan).read_text())
+        wanted = hitless["after"]
+        steps = update_plan.hitless_steps(hitless)
+    elif args.entries:
+        wanted, hitless, steps = [u["entity"] for u in json.loads(Path(args.entries).read_text())["updates"]], None, []
+    else:
+        ap.error("--entries or --plan is required")
     report: dict = {"grpc": args.grpc, "device_id": args.device_id, "dry_run": args.dry_run}
     try:
-        for e in wanted:  # every name must resolve before anything is written
+        for e in wanted + [op.entity for s in steps for op in s]:  # every name must resolve before anything is written
             to_proto(e, names)
     except KeyError as exc:
         report.update(ok=False, error=str(exc.args[0]))
@@ -290,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cookie = pipeline_cookie(p4info_text, device_config)
         same = switch.cookie() == cookie
+        if hitless is not None:
+            return apply_hitless(switch, names, hitless, steps, same, args, report)
         report["pipeline"] = "unchanged" if same else ("would be set" if args.dry_run else "set")
         if not same and not args.dry_run:
             switch.set_pipeline(p4info, device_config, cookie)
@@ -302,22 +317,58 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(report))
             return 0
         result = update_plan.apply_plan(plan, lambda ops: switch.write(ops, names), args.batch_size)
-        report.update(ok=result.ok, applied=result.applied, summary=result.summary())
-        if not result.ok:
-            report.update(refused=update_plan.describe(result.refused), reason=result.reason,
-                          rolled_back=result.rolled_back, rollback_errors=result.rollback_errors)
-        diffs = update_plan.differences(switch.read(names), wanted if result.ok else current)
-        report["differences"] = diffs
-        if diffs:
-            report["ok"] = False
-        print(json.dumps(report))
-        return 0 if report["ok"] else 1
+        return finish(switch, names, result, wanted, current, report)
     except (P4RuntimeException, grpc.RpcError) as exc:
         report.update(ok=False, error=str(exc))
         print(json.dumps(report))
         return 3
     finally:
         switch.close()
+
+
+def apply_hitless(switch: Switch, names: Names, request: dict, steps: list, same: bool, args, report: dict) -> int:
+    """Write a hitless plan's steps (see the module docstring); prints the report, returns the exit status."""
+    report["hitless"] = request.get("counts", {})
+    report["pipeline"] = "unchanged" if same else "different"
+    if not same:
+        report.update(ok=False, error="the switch does not run this program: a hitless update changes entries of "
+                                      "the running program only (install the old output first)")
+        print(json.dumps(report))
+        return 1
+    current = switch.read(names)
+    if not update_plan.differences(current, request["after"]):
+        steps = []
+    elif update_plan.differences(current, request["before"]):
+        diffs = update_plan.differences(current, request["before"])
+        report.update(ok=False, error=f"the switch does not hold the old entries the plan starts from "
+                                      f"({len(diffs)} differences, first: {diffs[0]})")
+        print(json.dumps(report))
+        return 1
+    ops = [op for s in steps for op in s]
+    report["plan"] = {t: sum(1 for op in ops if op.type == t) for t in ("INSERT", "MODIFY", "DELETE")}
+    report["steps"] = len(steps)
+    if args.dry_run:
+        report["ok"] = True
+        report["updates"] = [f"step {i}: {update_plan.describe(op)}" for i, s in enumerate(steps) for op in s]
+        print(json.dumps(report))
+        return 0
+    result = update_plan.apply_steps(steps, lambda batch: switch.write(batch, names), args.batch_size)
+    return finish(switch, names, result, request["after"], current, report)
+
+
+def finish(switch: Switch, names: Names, result, wanted: list, before: list, report: dict) -> int:
+    """Report what was written and what a read-back shows (``wanted``, or ``before`` after a rollback);
+    prints the report, returns the exit status."""
+    report.update(ok=result.ok, applied=result.applied, summary=result.summary())
+    if not result.ok:
+        report.update(refused=update_plan.describe(result.refused), reason=result.reason,
+                      rolled_back=result.rolled_back, rollback_errors=result.rollback_errors)
+    diffs = update_plan.differences(switch.read(names), wanted if result.ok else before)
+    report["differences"] = diffs
+    if diffs:
+        report["ok"] = False
+    print(json.dumps(report))
+    return 0 if report["ok"] else 1
 
 
 if __name__ == "__main__":

@@ -14,6 +14,10 @@ library only: the installer imports this module from p4runtime-shell's own virtu
   its inverse (INSERT <-> DELETE, MODIFY back to the previous value). The result names the refused
   update and the reason.
 
+* :func:`apply_steps` writes a hitless plan (``hitless.p4rt.json``, :mod:`backends.bmv2.hitless`):
+  steps strictly in order, each step's updates in batches that may land in any order; on a refusal
+  the written steps are undone last first, so the switch passes back through the same states.
+
 Phases: multicast-group inserts and modifies come first (a table entry never names a group that
 does not exist yet), then table deletes, modifies and inserts (deletes first, so that a nearly full
 table has room), then multicast-group deletes. A batch never mixes phases, because a server may
@@ -215,6 +219,40 @@ def apply_plan(ops: list[Op], write: Writer, batch_size: int = 500) -> ApplyResu
             return ApplyResult(False, len(done), len(ops), refused[0][0], refused[0][1], not rb_errors, rb_errors,
                                refused[1:])
     return ApplyResult(True, len(done), len(ops))
+
+
+def hitless_steps(request: dict) -> list[list[Op]]:
+    """The steps of a ``hitless.p4rt.json`` document."""
+    return [[Op(u["type"], u["entity"], u.get("previous")) for u in s["updates"]] for s in request["steps"]]
+
+
+def apply_steps(steps: list[list[Op]], write: Writer, batch_size: int = 500) -> ApplyResult:
+    """Write ``steps`` one after the other, each in batches of at most ``batch_size``; on the first
+    refusal undo what was written, the last step first (see the module docstring)."""
+    if batch_size < 1:
+        raise ValueError("batch size must be at least 1")
+    total = sum(len(s) for s in steps)
+    written: list[list[Op]] = []
+    for step in steps:
+        done: list[Op] = []
+        written.append(done)
+        for i in range(0, len(step), batch_size):
+            batch = step[i:i + batch_size]
+            errors = write(batch)
+            if len(errors) != len(batch):
+                raise ValueError(f"writer returned {len(errors)} results for {len(batch)} updates")
+            done.extend(op for op, err in zip(batch, errors) if err is None)
+            refused = [(op, err) for op, err in zip(batch, errors) if err is not None]
+            if refused:
+                rb_errors: list[str] = []
+                for ops in reversed(written):
+                    undo = [inverse(op) for op in reversed(ops)]
+                    for j in range(0, len(undo), batch_size):
+                        rb = undo[j:j + batch_size]
+                        rb_errors += [f"{describe(op)}: {err}" for op, err in zip(rb, write(rb)) if err is not None]
+                return ApplyResult(False, sum(len(d) for d in written), total, refused[0][0], refused[0][1],
+                                   not rb_errors, rb_errors, refused[1:])
+    return ApplyResult(True, total, total)
 
 
 def differences(actual: Iterable[Entity], desired: Iterable[Entity]) -> list[str]:

@@ -40,6 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how non-exact fields are matched: range keys, ternary prefixes, or a compressed code")
     p.add_argument("--encode", action="append", default=[], metavar="FIELD=KIND",
                    help="match kind for one field (exact, range, ternary, lpm, compress); repeatable")
+    p.add_argument("--state-bits", type=int, default=0, metavar="N",
+                   help="make each lane's state at least N bits wide (room for the shadow states of hitless updates)")
     p.add_argument("--dnf-limit", type=int, default=DEFAULT_LIMIT, help="largest DNF a single rule may expand to")
     p.add_argument("--delivery", choices=DELIVERIES, default="auto",
                    help="groups: a multicast group per port set (one lane); bitmap: port bits ORed along the way, "
@@ -120,10 +122,13 @@ def options_from_args(args: argparse.Namespace) -> CompileOptions:
         per_field[name] = kind
     if not 1 <= args.max_lanes <= MAX_LANES:
         raise P4subError(f"--max-lanes {args.max_lanes}: expected a number from 1 to {MAX_LANES}")
+    if not 0 <= args.state_bits <= 32:
+        raise P4subError(f"--state-bits {args.state_bits}: expected a number from 0 to 32")
     if args.dnf_limit < 1:
         raise P4subError(f"--dnf-limit {args.dnf_limit}: expected a positive number")
     options = CompileOptions(field_order=tuple(field_order_arg(args.field_order)), dnf_limit=args.dnf_limit,
-                             tables=TableOptions(range_encoding=args.range_encoding, per_field_encoding=per_field),
+                             tables=TableOptions(range_encoding=args.range_encoding, per_field_encoding=per_field,
+                                                 min_state_bits=args.state_bits),
                              delivery=args.delivery, lanes=lanes_arg(args.lanes), max_lanes=args.max_lanes,
                              budget=parse_budget(args.budget), order_search=args.order_search, exact=args.exact,
                              default=parse_default(args.default or "drop"))

@@ -49,6 +49,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=500, help="updates per write request (default 500)")
     p.add_argument("--election-id", type=int, default=1, help="P4Runtime election id (bmv2; default 1)")
     p.add_argument("--p4rt-python", default=None, help="Python interpreter that has p4runtime-shell (bmv2)")
+    p.add_argument("--hitless", action="store_true",
+                   help="install over the running OLD_OUT so that every packet is forwarded as by the old or the new rules")
+    p.add_argument("--from", dest="hitless_from", metavar="OLD_OUT", default=None,
+                   help="with --hitless: the output the switch holds now (default: the one OUT was updated from)")
     p.set_defaults(func=run)
 
 
@@ -72,7 +76,7 @@ def find_p4rt_python(explicit: str | None = None) -> str:
     raise TargetError(HOW_TO_GET)
 
 
-def install_bmv2(out: Path, args: argparse.Namespace) -> int:
+def install_bmv2(out: Path, args: argparse.Namespace, plan: Path | None = None) -> int:
     if not (out / "program.p4").is_file() and (out / "p4sub_control.p4").is_file():
         # The installer makes the switch hold exactly the wanted entries: it would delete the
         # entries of the user's own tables and groups, which are not in entries.p4rt.json.
@@ -88,7 +92,8 @@ def install_bmv2(out: Path, args: argparse.Namespace) -> int:
     python = find_p4rt_python(args.p4rt_python)
     cmd = [python, str(CLIENT), "--grpc", args.grpc or DEFAULT_GRPC["bmv2"], "--device-id", str(args.device_id),
            "--election-id", str(args.election_id), "--p4info", str(out / "p4info.txt"),
-           "--config", str(out / "program.json"), "--entries", str(out / "entries.p4rt.json"),
+           "--config", str(out / "program.json"),
+           *(["--plan", str(plan)] if plan else ["--entries", str(out / "entries.p4rt.json")]),
            "--batch-size", str(args.batch_size)] + (["--dry-run"] if args.dry_run else [])
     proc = subprocess.run(cmd, capture_output=True, text=True)
     try:
@@ -106,6 +111,8 @@ def print_report(report: dict) -> int:
     plan = report.get("plan", {})
     print(f"{where}: pipeline {report.get('pipeline', '?')}; plan: {plan.get('INSERT', 0)} insert, "
           f"{plan.get('MODIFY', 0)} modify, {plan.get('DELETE', 0)} delete")
+    if "hitless" in report:
+        print("hitless: " + ", ".join(f"{k} {v}" for k, v in report["hitless"].items()))
     if report.get("dry_run"):
         for line in report.get("updates", []):
             print(f"  {line}")
@@ -125,7 +132,7 @@ PUSHED = {"bmv2": ("program.p4", "program.json", "p4info.txt", "entries.p4rt.jso
           "tofino": ("program.p4", "entries.bfrt.json")}
 
 
-def check_manifest(out: Path, target: str) -> None:
+def check_manifest(out: Path, names: tuple[str, ...]) -> None:
     """Push only what p4sub wrote, as it wrote it: every file the installer reads is listed in the
     manifest of OUT (or of its routed network) with the SHA-256 it has now, and a network holds
     only the switch directories its route wrote. Files absent altogether are left to the
@@ -133,15 +140,54 @@ def check_manifest(out: Path, target: str) -> None:
     program.p4, and are refused by the installer for another reason."""
     manifest = listed(out, "p4sub install pushes only what the manifest lists")
     manifest.check_switch_directories()
-    manifest.check([name for name in PUSHED[target] if (out / name).exists() or manifest.lists(name)])
+    manifest.check([name for name in names if (out / name).exists() or manifest.lists(name)])
 
 
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not out.is_dir():
         raise P4subError(f"{out}: no such directory")
-    check_manifest(out, args.target)
+    check_manifest(out, PUSHED[args.target] + (("pipeline.json",) if args.hitless else ()))
+    if args.hitless or args.hitless_from:
+        return install_hitless(out, args)
     if args.target == "tofino":
         module = importlib.import_module("backends.tofino.install")
         return int(module.install(out, args) or 0)
     return install_bmv2(out, args)
+
+
+def hitless_pipelines(out: Path, args: argparse.Namespace):
+    """(old, new) pipelines of a hitless install: OLD_OUT from --from, or the ``updated_from`` of
+    OUT's sources.json (``compile --update`` records it)."""
+    from compiler import ir
+
+    if not args.hitless:
+        raise P4subError("--from names the output the switch holds for --hitless; add --hitless")
+    old_out = args.hitless_from
+    if old_out is None:
+        try:
+            old_out = json.loads((out / "sources.json").read_text(encoding="utf-8")).get("updated_from")
+        except (OSError, json.JSONDecodeError, AttributeError):
+            old_out = None
+        if not isinstance(old_out, str):
+            raise P4subError(f"{out} was not written by `p4sub compile --update`: name the output the switch holds "
+                             "with --from OLD_OUT")
+    check_manifest(Path(old_out), ("pipeline.json",))  # the plan starts from what the switch holds
+    return ir.load(Path(old_out)), ir.load(out)
+
+
+def install_hitless(out: Path, args: argparse.Namespace) -> int:
+    """``--hitless``: the plan rendered for the target, then written in order (see the module docstring)."""
+    import tempfile
+
+    old, new = hitless_pipelines(out, args)
+    if args.target == "tofino":
+        module = importlib.import_module("backends.tofino.hitless")
+        return int(module.install(old, new, out, args) or 0)
+    from backends.bmv2.hitless import hitless_request, options_of
+
+    request = hitless_request(old, new, options_of(out))
+    with tempfile.TemporaryDirectory(prefix="p4sub-hitless-") as tmp:
+        plan = Path(tmp) / "hitless.p4rt.json"
+        plan.write_text(json.dumps(request) + "\n", encoding="utf-8")
+        return install_bmv2(out, args, plan)

@@ -1,0 +1,145 @@
+"""A hitless update as P4Runtime writes: ``hitless.p4rt.json`` (issue 16 item 2).
+
+:func:`compiler.incremental.hitless.plan` orders IR writes so that a packet is always forwarded as
+by the old pipeline or as by the new one; this module spells them as P4Runtime updates (the JSON
+entities of ``entries.p4rt.json``, :mod:`backends.bmv2.p4runtime`) and adds what the BMv2 program
+keeps beside the IR: in a batched mode (``union``, ``prune``) every multicast group has an entry in
+``p4sub_group_ports`` (its ports, for the per-port pruning), written with the group, and the union
+group (all ports any rule forwards to) grows before the root flips and shrinks after the old
+states are gone.
+
+The document holds ``before`` (the entities the switch must hold for the plan to apply),
+``after`` (what it holds at the end: the new ``entries.p4rt.json``) and ``steps``: each a list of
+updates that may be written in one batch (any order), the steps strictly one after the other.
+``backends/bmv2/p4rt_client.py --plan`` applies it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from compiler import ir
+from compiler.errors import P4subError
+from compiler.incremental import hitless
+from compiler.inputs import read_text
+
+from backends.bmv2 import update_plan
+from backends.bmv2.p4runtime import entities, multicast_group_entry, table_entry
+from backends.bmv2.program import PORTS_ACTION, PORTS_TABLE, Bmv2Options, Bmv2Program, build_program, port_bitmap
+from backends.bmv2.target import UNION_GROUP, V1MODEL
+
+FORMAT = "p4sub.p4runtime-hitless/1"
+OPS = {hitless.INSERT: update_plan.INSERT, hitless.MODIFY: update_plan.MODIFY, hitless.DELETE: update_plan.DELETE}
+
+
+def options_of(out: Path) -> Bmv2Options:
+    """How OUT's program was rendered (its ``bmv2.json``): the batching mode and the table sizes."""
+    path = out / "bmv2.json"
+    try:
+        info = json.loads(read_text(path, "bmv2.json"))
+        return Bmv2Options(batch=info["mode"], table_sizes=dict(info.get("table_sizes", {})))
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+        raise P4subError(f"{path}: not the bmv2.json of `p4sub compile --target bmv2` ({exc})") from None
+
+
+class _Renderer:
+    def __init__(self, pipeline: ir.Pipeline, program: Bmv2Program) -> None:
+        self.tables = {t.name: t for t in pipeline.tables}
+        self.actions = {a.name: a for a in pipeline.actions}
+        self.program = program
+        self.ports_table = next((t for t in program.extra_tables if t.name == PORTS_TABLE), None)
+        self.ports_action = next((a for a in program.extra_actions if a.name == PORTS_ACTION), None)
+
+    def entities(self, item: ir.Entry | ir.MulticastGroup) -> list[dict[str, Any]]:
+        """The entity of an IR entry; a group's, and its ``p4sub_group_ports`` entry in a batched mode."""
+        if isinstance(item, ir.Entry):
+            return [{"table_entry": table_entry(item, self.tables[item.table], self.actions[item.action],
+                                                V1MODEL.ingress_control)}]
+        out = [{"packet_replication_engine_entry": multicast_group_entry(item)}]
+        if self.ports_table is not None:
+            e = ir.Entry(PORTS_TABLE, (ir.Exact(item.id),), PORTS_ACTION, (port_bitmap(item.ports),))
+            out.append({"table_entry": table_entry(e, self.ports_table, self.ports_action,
+                                                   self.program.control_of(self.ports_table))})
+        return out
+
+    def updates(self, w: hitless.Write) -> list[update_plan.Op]:
+        now = self.entities(w.item)
+        before = self.entities(w.previous) if w.previous is not None else [None] * len(now)
+        return [update_plan.Op(OPS[w.op], e, p) for e, p in zip(now, before)]
+
+
+def hitless_request(old: ir.Pipeline, new: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -> dict[str, Any]:
+    """The whole ``hitless.p4rt.json`` from ``old`` (on the switch) to ``new``; HitlessError when
+    the update cannot be hitless (see :func:`compiler.incremental.hitless.plan`)."""
+    old_program, new_program = build_program(old, options), build_program(new, options)
+    plan = hitless.plan(old, new, reserved_groups=(UNION_GROUP,))
+    render = _Renderer(new, new_program)
+    steps = [(s.phase, [op for w in s.writes for op in render.updates(w)]) for s in plan.steps]
+    before = entities(old, old_program)
+    after = entities(new, new_program)
+    steps = _union_group(steps, before, after)
+    _check_ports_table(steps, before, new_program)
+    return {"format": FORMAT, "pipeline": new.name, "counts": plan.counts(), "before": before, "after": after,
+            "steps": [{"phase": phase, "updates": [_json(op) for op in ops]} for phase, ops in steps]}
+
+
+def _union_group(steps: list, before: list[dict], after: list[dict]) -> list:
+    """The steps with the union group grown before the root flips and shrunk at the end; an error
+    for any other difference the plan does not make (it would be a change outside the states)."""
+    have = {update_plan.entity_key(e): e for e in before}
+    for _, ops in steps:
+        for op in ops:
+            key = update_plan.entity_key(op.entity)
+            if op.type == update_plan.DELETE:
+                del have[key]
+            else:
+                have[key] = op.entity
+    rest = update_plan.diff(have.values(), after)
+    union = ("multicast", UNION_GROUP)
+    other = [op for op in rest if update_plan.entity_key(op.entity) != union]
+    if other:
+        raise hitless.HitlessError("the update changes entities outside the subscription states: "
+                                   + "; ".join(update_plan.describe(op) for op in other[:3]))
+    if not rest:
+        return steps
+    old_union = next((e for e in before if update_plan.entity_key(e) == union), None)
+    new_union = next((e for e in after if update_plan.entity_key(e) == union), None)
+    ports = set()
+    for e in (old_union, new_union):
+        if e is not None:
+            ports |= {r["egress_port"] for r in e["packet_replication_engine_entry"]["multicast_group_entry"]["replicas"]}
+    grown = {"packet_replication_engine_entry": multicast_group_entry(ir.MulticastGroup(UNION_GROUP, tuple(sorted(ports))))}
+    grow = update_plan.Op(update_plan.MODIFY, grown, old_union) if old_union else update_plan.Op(update_plan.INSERT, grown)
+    shrink = (update_plan.Op(update_plan.MODIFY, new_union, grown) if new_union
+              else update_plan.Op(update_plan.DELETE, grown, grown))
+    first_root = next((i for i, (phase, _) in enumerate(steps) if phase == "root"), len(steps))
+    out = steps[:first_root] + [("union", [grow])] + steps[first_root:]
+    if update_plan.entity_value(shrink.entity) != update_plan.entity_value(grown) or shrink.type == update_plan.DELETE:
+        out.append(("union", [shrink]))
+    return out
+
+
+def _check_ports_table(steps: list, before: list[dict], program: Bmv2Program) -> None:
+    """``p4sub_group_ports`` holds an entry per group, shadow groups too: it must hold the peak."""
+    table = next((t for t in program.extra_tables if t.name == PORTS_TABLE), None)
+    if table is None:
+        return
+    name = program.control_of(table) + "." + PORTS_TABLE
+
+    def here(e: dict) -> bool:
+        return e.get("table_entry", {}).get("table_name") == name
+
+    count = peak = sum(1 for e in before if here(e))
+    for _, ops in steps:
+        count += sum(1 if op.type == update_plan.INSERT else -1 for op in ops
+                     if here(op.entity) and op.type != update_plan.MODIFY)
+        peak = max(peak, count)
+    if peak > program.sizes[PORTS_TABLE]:
+        raise hitless.HitlessError(f"{PORTS_TABLE} would hold {peak} entries (size {program.sizes[PORTS_TABLE]}) "
+                                   "with the shadow groups beside the old ones")
+
+
+def _json(op: update_plan.Op) -> dict[str, Any]:
+    return {"type": op.type, "entity": op.entity, **({"previous": op.previous} if op.previous is not None else {})}
