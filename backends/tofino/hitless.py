@@ -43,6 +43,10 @@ def hitless_steps(old: ir.Pipeline, new: ir.Pipeline,
                                    "stages differ): it cannot be installed hitlessly on the running one")
     plan = hitless.plan(r_old.batched.pipeline, r_new.batched.pipeline)
     layout = r_new.layout
+    stepped = [t.name for t in layout.tables if t.keys and t.keys[0].encoding == "steps"]
+    if stepped:  # a stepped entry's priority and pieces depend on its neighbours, not on itself alone
+        raise hitless.HitlessError(f"table {stepped[0]} is a code table rendered as priority steps "
+                                   "(backends/tofino/slices.py): its entries cannot be written one by one")
     target = layout.target
     tables = {t.name: t for t in layout.tables}
 
@@ -51,7 +55,7 @@ def hitless_steps(old: ir.Pipeline, new: ir.Pipeline,
             nodes_and_mgid = pre_records((item,))
             return nodes_and_mgid[:1], nodes_and_mgid[1:]
         t = tables[item.table]
-        return [entry_json(e, t, layout.pipeline, target) for e in _render_entries([item], list(t.keys))], []
+        return [entry_json(e, t, layout.pipeline, target) for e in _render_entries([item], t.groups)], []
 
     _check_room(r_old.layout, plan)
 
@@ -97,7 +101,7 @@ def _check_room(running: Layout, plan: hitless.Plan) -> None:
                 continue
             t = running.table(w.item.table)
             sign = 1 if w.op == hitless.INSERT else -1
-            pieces = _render_entries([w.item], list(t.keys))
+            pieces = _render_entries([w.item], t.groups)
             count[t.name] += sign * len(pieces)
             rows[t.name] += sign * sum(_rows(e, t.keys, target) for e in pieces)
         for name in count:

@@ -106,6 +106,15 @@ class TableLayout:
     def range_keys(self) -> tuple[KeyLayout, ...]:
         return tuple(k for k in self.keys if k.match_kind == "range")
 
+    @property
+    def groups(self) -> list[tuple[KeyLayout, ...]]:
+        """The Tofino keys of each IR key, in order: (high, low) for a sliced one, else the one key."""
+        out: list[tuple[KeyLayout, ...]] = []
+        keys = iter(self.keys)
+        for k in keys:
+            out.append((k, next(keys)) if k.encoding in ("slices", "steps") else (k,))
+        return out
+
 
 @dataclass(frozen=True)
 class Layout:
