@@ -29,10 +29,13 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
+import time
 import warnings
 import zipfile
+from functools import partial
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from compiler.errors import P4subError
 
@@ -173,6 +176,77 @@ def spark(master: str = "local[*]", conf: Mapping[str, str] | None = None, app_n
     finally:
         if existing is None:
             session.stop()
+
+
+def _import_modules(names: tuple[str, ...], _items: Iterable[Any]) -> Iterator[int]:
+    import importlib as _importlib
+
+    for name in names:
+        _importlib.import_module(name)
+    yield os.getpid()
+
+
+def warm_workers(session: Any, modules: Iterable[str]) -> int:
+    """Start the executors' Python workers and import ``modules`` in them, one task per core, so
+    that the first real job finds them running (Spark reuses its Python workers,
+    ``spark.python.worker.reuse``). Returns how many worker processes answered."""
+    sc = session.sparkContext
+    n = max(1, sc.defaultParallelism)
+    with spark_errors("starting the Python workers", session):
+        pids = sc.parallelize(range(n), n).mapPartitions(partial(_import_modules, tuple(modules))).collect()
+    return len(set(pids))
+
+
+class SessionStart:
+    """A :func:`spark_session` started on a thread, so that the seconds Spark takes to come up (the
+    JVM, then the executors' Python workers when ``warm`` names modules for them) overlap the
+    driver's own work (reading the rules, building what the job ships).
+
+    :meth:`result` waits for the session and raises what starting it raised; :meth:`stop` waits
+    for it and stops it unless it was already running when this object was made (as :func:`spark`).
+    ``seconds``: how long the start took (None until it is over).
+    """
+
+    def __init__(self, master: str = "local[*]", conf: Mapping[str, str] | None = None, app_name: str = "p4sub",
+                 warm: Iterable[str] = ()) -> None:
+        self.master, self.conf, self.app_name, self.warm = master, dict(conf or {}), app_name, tuple(warm)
+        # The JVM's active session is per thread: ask here, in the caller's thread.
+        self.existing = _active_session()
+        self.session: Any = None
+        self.error: BaseException | None = None
+        self.seconds: float | None = None
+        self._thread = threading.Thread(target=self._run, name="p4sub-spark-start", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        start = time.perf_counter()
+        try:
+            self.session = spark_session(self.master, self.conf, self.app_name)
+            if self.warm:
+                warm_workers(self.session, self.warm)
+        except BaseException as exc:  # handed to the caller's thread by result()
+            self.error = exc
+        finally:
+            self.seconds = time.perf_counter() - start
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.session
+
+    def stop(self) -> None:
+        self._thread.join()
+        if self.session is not None and self.existing is None:
+            self.session.stop()
+
+
+def _active_session() -> Any:
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return None  # spark_session says so on the thread, and result() raises it
+    return SparkSession.getActiveSession()
 
 
 @contextlib.contextmanager

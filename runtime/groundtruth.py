@@ -422,16 +422,20 @@ def valid_column(header: str) -> str:
     return f"{header}.$valid"
 
 
-def _scalar_headers(rule: ast.Rule, spec: Spec | None) -> tuple[str, ...]:
-    """The scalar headers whose fields ``rule`` compares (without a spec: none, every row applies)."""
+def _scalar_headers(rule: ast.Rule, spec: Spec | None, known: dict[str, str | None]) -> tuple[str, ...]:
+    """The scalar headers whose fields ``rule`` compares (without a spec: none, every row applies).
+    ``known``: attribute name -> its scalar header or None, filled as rules are seen."""
     if spec is None:
         return ()
     out = set()
     for cmp in ast.comparisons(rule.filter):
-        header = cmp.attribute.name.split(".", 1)[0]
-        inst = spec.header(header)
-        if inst is not None and inst.stack_size is None:
-            out.add(header)
+        name = cmp.attribute.name
+        if name not in known:
+            header = name.split(".", 1)[0]
+            inst = spec.header(header)
+            known[name] = header if inst is not None and inst.stack_size is None else None
+        if known[name] is not None:
+            out.add(known[name])
     return tuple(sorted(out))
 
 
@@ -473,11 +477,11 @@ class GroundTruth:
     @classmethod
     def _build(cls, typed: TypedRules, space: PortSpace) -> "GroundTruth":
         groups: dict[tuple, list[_Term]] = {}
-        for rule in typed.rules:
-            if not rule.ports:
-                continue
-            needs = tuple(valid_column(h) for h in _scalar_headers(rule, typed.spec))
-            mask = space.mask(rule.ports)
+        rules = [rule for rule in typed.rules if rule.ports]
+        masks = space.masks([rule.ports for rule in rules])
+        headers: dict[str, str | None] = {}
+        for rule, mask in zip(rules, masks):
+            needs = tuple(valid_column(h) for h in _scalar_headers(rule, typed.spec, headers))
             for d in _disjuncts(rule.filter):
                 term = _term(d, typed.fields, mask)
                 if term is None:

@@ -79,12 +79,11 @@ class ReplayContext:
         reader = SpecReader(spec or pipeline.spec, list(model.inputs) + list(truth.fields))
         top_port = max(space.ports, default=0)
         port_masks = np.zeros((top_port + 1, space.words), dtype=np.uint64)
-        for p in space.ports:
-            port_masks[p] = space.mask([p])
-        top_group = max((g.id for g in pipeline.multicast_groups), default=0)
+        port_masks[list(space.ports)] = space.masks([(p,) for p in space.ports])
+        groups = pipeline.multicast_groups
+        top_group = max((g.id for g in groups), default=0)
         group_masks = np.zeros((top_group + 1, space.words), dtype=np.uint64)
-        for g in pipeline.multicast_groups:
-            group_masks[g.id] = space.mask(g.ports)
+        group_masks[[g.id for g in groups]] = space.masks([g.ports for g in groups])
         return cls(model, truth, space, reader, batch_packets, port_masks, group_masks)
 
     def delivered(self, result: Result) -> np.ndarray:
@@ -122,34 +121,6 @@ class PartitionStats:
     @classmethod
     def empty(cls, part: int, n_ports: int) -> "PartitionStats":
         return cls(part, {k: 0 for k in SCALARS}, {m: np.zeros(n_ports, dtype=np.int64) for m in PORT_METRICS})
-
-    # -- long format, for Spark rows ------------------------------------------------------------
-    def to_rows(self, space: PortSpace) -> list[tuple[int, str, int, int]]:
-        """``(part, metric, port, value)``; port -1 for scalars, damage (``damage:reason``), skips and
-        parse statuses (``status:name``)."""
-        rows = [(self.part, k, -1, int(v)) for k, v in self.scalars.items()]
-        rows += [(self.part, f"damage:{k}", -1, int(v)) for k, v in self.damage.items()]
-        rows += [(self.part, f"skipped:{k}", -1, int(v)) for k, v in self.skipped.items()]
-        rows += [(self.part, f"status:{k}", -1, int(v)) for k, v in self.statuses.items()]
-        for m, arr in self.ports.items():
-            rows += [(self.part, m, p, int(v)) for p, v in zip(space.ports, arr.tolist()) if v]
-        return rows
-
-    @classmethod
-    def from_rows(cls, part: int, rows: Iterable[tuple[str, int, int]], space: PortSpace) -> "PartitionStats":
-        out = cls.empty(part, len(space.ports))
-        for metric, port, value in rows:
-            if metric.startswith("damage:"):
-                out.damage[metric[7:]] = out.damage.get(metric[7:], 0) + value
-            elif metric.startswith("skipped:"):
-                out.skipped[metric[8:]] = out.skipped.get(metric[8:], 0) + value
-            elif metric.startswith("status:"):
-                out.statuses[metric[7:]] = out.statuses.get(metric[7:], 0) + value
-            elif port < 0:
-                out.scalars[metric] = out.scalars.get(metric, 0) + value
-            else:
-                out.ports[metric][space.bit(port)] += value
-        return out
 
 
 def _packet_starts(packet_index: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,14 @@ def text_table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+MAX_TICKS = 50
+
+
+def _width(bars: int, inches: float) -> float:
+    """Figure width: room for each bar up to a screen's width (beyond it, bars get thinner)."""
+    return min(20.0, max(6.0, inches * bars + 2))
+
+
 def plot(data: dict[str, Any], out_dir: Path) -> list[Path]:
     """Deliveries per port, false-positive rate per port, throughput per partition (PNG, Agg)."""
     import matplotlib
@@ -124,16 +133,18 @@ def plot(data: dict[str, Any], out_dir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     ports = [p for p in data["ports"] if p["delivered"] or p["wanted"]]
-    labels = [str(p["port"]) for p in ports]
     x = np.arange(len(ports))
+    # At most MAX_TICKS port labels: laying out hundreds of rotated labels was most of the plots' time.
+    step = max(1, -(-len(ports) // MAX_TICKS))
+    ticks, labels = x[::step], [str(p["port"]) for p in ports[::step]]
     paths = []
 
-    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(ports) + 2), 4))
+    fig, ax = plt.subplots(figsize=(_width(len(ports), 0.35), 4))
     width = 0.4
     ax.bar(x - width / 2, [p["wanted"] for p in ports], width, label="wanted", color="#4c72b0")
     ax.bar(x + width / 2, [p["delivered"] for p in ports], width, label="delivered", color="#55a868")
     ax.bar(x + width / 2, [p["false_positives"] for p in ports], width, label="false positives", color="#c44e52")
-    ax.set_xticks(x, labels, rotation=90 if len(ports) > 24 else 0)
+    ax.set_xticks(ticks, labels, rotation=90 if len(ticks) > 24 else 0)
     ax.set_xlabel("port")
     ax.set_ylabel("messages")
     ax.set_title("Deliveries per port")
@@ -143,10 +154,10 @@ def plot(data: dict[str, Any], out_dir: Path) -> list[Path]:
     fig.savefig(paths[-1], dpi=100)
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(ports) + 2), 4))
+    fig, ax = plt.subplots(figsize=(_width(len(ports), 0.35), 4))
     ax.bar(x, [100 * p["fp_rate"] for p in ports], color="#c44e52", label="messages")
     ax.plot(x, [100 * p["fp_packet_rate"] for p in ports], "k.", label="packets")
-    ax.set_xticks(x, labels, rotation=90 if len(ports) > 24 else 0)
+    ax.set_xticks(ticks, labels, rotation=90 if len(ticks) > 24 else 0)
     ax.set_xlabel("port")
     ax.set_ylabel("false positives (% of delivered)")
     ax.set_title("False-positive rate per port")
@@ -157,7 +168,7 @@ def plot(data: dict[str, Any], out_dir: Path) -> list[Path]:
     plt.close(fig)
 
     parts = data["partition_detail"]
-    fig, ax = plt.subplots(figsize=(max(6, 0.3 * len(parts) + 2), 4))
+    fig, ax = plt.subplots(figsize=(_width(len(parts), 0.3), 4))
     px = np.arange(len(parts))
     ax.bar(px, [p["messages_per_s"] / 1e6 for p in parts], color="#4c72b0", label="task, end to end")
     ax.plot(px, [p["pipeline_rows_per_s"] / 1e6 for p in parts], "o", color="#dd8452", label="pipeline alone (rows)")
@@ -172,12 +183,37 @@ def plot(data: dict[str, Any], out_dir: Path) -> list[Path]:
     return paths
 
 
-def write_report(result: ReplayResult, out_dir: str | os.PathLike[str], plots: bool = True) -> dict[str, Any]:
-    """Write ``summary.json`` (and the plots) into ``out_dir``; return the summary."""
+class Plotting:
+    """matplotlib imported on a thread (about a second), started before the replay job so that
+    the report does not wait for it; :func:`write_report` joins it before plotting."""
+
+    def __init__(self) -> None:
+        self._thread = threading.Thread(target=self._load, name="p4sub-import-matplotlib", daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _load() -> None:
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot  # noqa: F401
+        except Exception:  # plot() imports it again in the caller's thread and fails there
+            pass
+
+    def ready(self) -> None:
+        self._thread.join()
+
+
+def write_report(result: ReplayResult, out_dir: str | os.PathLike[str], plots: bool | Plotting = True) -> dict[str, Any]:
+    """Write ``summary.json`` (and the plots, unless ``plots`` is False) into ``out_dir``; return the
+    summary. ``plots``: a :class:`Plotting` started earlier, or True."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     data = summary(result)
     (out / "summary.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    if isinstance(plots, Plotting):
+        plots.ready()
     if plots:
         plot(data, out)
     return data

@@ -66,8 +66,6 @@ def trace_spec(args: argparse.Namespace, pipeline: ir.Pipeline) -> Spec:
     """The spec ``--spec`` or ``--app`` names, else the pipeline's."""
     from runtime.replay import trace_spec as resolve
 
-    if args.spec and args.app:
-        raise P4subError("--spec and --app both name the trace format; give one")
     if args.spec:
         from compiler.spec_reader import read_spec
 
@@ -75,35 +73,55 @@ def trace_spec(args: argparse.Namespace, pipeline: ir.Pipeline) -> Spec:
     return resolve(pipeline, None, args.app)[0]
 
 
-def typed_rules(args: argparse.Namespace, pipeline: ir.Pipeline, spec: Spec | None = None) -> TypedRules:
+def rules_path(args: argparse.Namespace) -> str:
+    """``--rules``, else the rules ``OUT/sources.json`` records; a P4subError when there are none."""
     out = Path(args.out)
     recorded = sources(out) if out.is_dir() else {}
-    rules_path = args.rules or recorded.get("rules")
-    if not rules_path:
+    path = args.rules or recorded.get("rules")
+    if not path:
         raise P4subError("replay needs the rules the pipeline was compiled from, as ground truth: pass --rules RULES"
                          f" (or record them in {out / 'sources.json'})")
+    return path
+
+
+def typed_rules(args: argparse.Namespace, pipeline: ir.Pipeline, spec: Spec | None = None) -> TypedRules:
+    path = rules_path(args)
     if spec is None:
         spec = pipeline.spec
         if getattr(args, "spec", None):
             from compiler.spec_reader import read_spec
 
             spec = read_spec(args.spec)
-    return check_rules(read_rules(rules_path), spec)
+    return check_rules(read_rules(path), spec)
+
+
+#: What the replay's tasks import: loaded by the executors' Python workers while the driver
+#: still reads the rules (:class:`compiler.spark_session.SessionStart`).
+WORKER_MODULES = ("runtime.replay", "runtime.replay_partition")
 
 
 def run(args: argparse.Namespace) -> int:
     from apps import storage
-    from compiler.spark_session import parse_conf
-    from runtime.replay import replay, replay_session
-    from runtime.replay_report import summary, text_table, write_report
+    from compiler.cli.compile_update import bulk_objects
+    from compiler.spark_session import SessionStart, parse_conf
+    from runtime.replay import replay
+    from runtime.replay_partition import ReplayContext
+    from runtime.replay_report import Plotting, summary, text_table, write_report
 
     if args.partitions is not None and args.partitions < 1:
         raise P4subError("--partitions must be at least 1")
     if args.batch_packets < 1:
         raise P4subError("--batch-packets must be at least 1")
-    for trace in args.trace:  # a missing trace or a FIFO is said now, not after Spark has started
-        if not storage.is_url(trace):  # a URL's store is asked below (storage.file_size)
+    if args.spec and args.app:
+        raise P4subError("--spec and --app both name the trace format; give one")
+    conf = parse_conf(args.conf)
+    # Whatever can be found wrong quickly is said now, not after Spark has started: a missing
+    # trace or a FIFO, an unreachable store, no rules, a damaged pipeline.json.
+    for trace in args.trace:
+        if not storage.is_url(trace):
             check_regular(trace, "trace")
+        storage.file_size(trace)
+    check_regular(rules_path(args), "rule file")
     stages: dict[str, float] = {"start": process_age()}  # the interpreter and imports, before run()
     clock = time.perf_counter()
 
@@ -113,31 +131,42 @@ def run(args: argparse.Namespace) -> int:
         stages[name] = stages.get(name, 0.0) + now - clock
         clock = now
 
-    pipeline = ir.load(args.out)
-    spec = trace_spec(args, pipeline)
-    typed = typed_rules(args, pipeline, spec)
-    for trace in args.trace:  # a missing file or an unreachable store is reported before Spark starts
-        storage.file_size(trace)
-    lap("rules")
-    with replay_session(args.master, parse_conf(args.conf)) as spark:
-        lap("session")
-        result = replay(pipeline, typed, args.trace, spec=spec, spark=spark, partitions=args.partitions,
-                        batch_packets=args.batch_packets, progress=not args.quiet)
-        lap("replay")
-    lap("session")  # stopping Spark
+    with bulk_objects():  # no garbage collection while 100k-rule structures are built
+        pipeline = ir.load(args.out)
+        lap("rules")
+        # Spark (the JVM, then a Python worker per core) comes up on a thread while this one reads
+        # the rules and builds the model and the ground-truth index: seconds each, in other processes.
+        starting = SessionStart(args.master, conf, "p4sub replay", warm=WORKER_MODULES)
+        try:
+            spec = trace_spec(args, pipeline)
+            typed = typed_rules(args, pipeline, spec)
+            lap("rules")
+            context = ReplayContext.build(pipeline, typed, spec, args.batch_packets)
+            lap("index")
+            spark = starting.result()
+            lap("session")  # what was left of Spark's start once the driver was ready
+            plotting = Plotting() if args.report else None  # imports matplotlib while the job runs
+            result = replay(pipeline, typed, args.trace, spec=spec, spark=spark, partitions=args.partitions,
+                            batch_packets=args.batch_packets, progress=not args.quiet, context=context)
+            lap("replay")
+        finally:
+            starting.stop()
+    lap("stop")
     replayed = stages.pop("replay")
-    stages.update(index=result.timings["setup"], split=result.timings["split"], job=result.timings["job"])
-    stages["driver"] = max(0.0, replayed - result.timings["wall"])
-    data = write_report(result, args.report) if args.report else summary(result)
+    stages.update(split=result.timings["split"], job=result.timings["job"])
+    stages["driver"] = max(0.0, replayed - result.timings["split"] - result.timings["job"])
+    data = write_report(result, args.report, plotting) if args.report else summary(result)
     lap("report")
     total = sum(stages.values())
     data["command"] = {"seconds": round(total, 3), "messages_per_s": round(data["messages"] / total) if total else 0,
-                       "stages_s": {k: round(v, 3) for k, v in stages.items()}}
+                       "stages_s": {k: round(v, 3) for k, v in stages.items()},
+                       "spark_start_s": round(starting.seconds or 0.0, 3)}
     if args.report:
         (Path(args.report) / "summary.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(text_table(data))
     print(f"whole command {data['messages']:,} messages in {total:.1f} s = {data['command']['messages_per_s']:,} "
-          "messages/s (" + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items()) + ")")
+          "messages/s (" + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items()) + "; Spark's start took "
+          f"{starting.seconds or 0.0:.1f} s, overlapping rules and index)")
     if args.report:
         print(f"wrote {Path(args.report) / 'summary.json'} and plots", file=sys.stderr)
     return 0 if result.exact else 1

@@ -210,6 +210,7 @@ def test_port_counts_equal_counting_sets_directly(sets, data) -> None:
     masks = np.array([space.mask(s) for s in sets])
     weights = np.array(data.draw(st.lists(st.integers(0, 1500), min_size=len(sets), max_size=len(sets))))
     assert space.sets(masks) == [frozenset(s) for s in sets]
+    assert np.array_equal(space.masks(sets), masks)  # all sets at once, as one set at a time
     assert space.counts(masks).tolist() == [sum(p in s for s in sets) for p in ports]
     assert space.counts(masks, weights).tolist() == [sum(w for s, w in zip(sets, weights) if p in s) for p in ports]
     cuts = sorted(set(data.draw(st.lists(st.integers(1, len(sets) - 1), max_size=5)) if len(sets) > 1 else []))
