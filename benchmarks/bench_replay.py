@@ -139,6 +139,19 @@ def _children() -> dict[int, list[int]]:
     return kids
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` so far (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
 def _status_kb(pid: int) -> dict[str, int]:
     out = {}
     try:
@@ -176,6 +189,7 @@ class TreeMemory:
     peak_kb: dict[int, int] = field(default_factory=dict)
     roles: dict[int, str] = field(default_factory=dict)
     peak_sum_kb: dict[str, int] = field(default_factory=dict)
+    cpu_s: dict[int, float] = field(default_factory=dict)  # last CPU seconds seen per process
     polls: int = 0
 
     def __post_init__(self) -> None:
@@ -203,6 +217,7 @@ class TreeMemory:
             # Read every poll: spark-submit's shell script execs the JVM in the same process.
             role = self.roles[pid] = _role(pid, self.root)
             self.peak_kb[pid] = max(self.peak_kb.get(pid, 0), status.get("VmHWM", 0))
+            self.cpu_s[pid] = max(self.cpu_s.get(pid, 0.0), _cpu_s(pid))
             sums[role] = sums.get(role, 0) + status.get("VmRSS", 0)
         for role, kb in sums.items():
             self.peak_sum_kb[role] = max(self.peak_sum_kb.get(role, 0), kb)
@@ -214,7 +229,7 @@ class TreeMemory:
         out: dict[str, Any] = {"polls": self.polls, "interval_s": self.interval}
         for role in ("driver_python", "jvm", "python_workers"):
             pids = [p for p, r in self.roles.items() if r == role]
-            out[role] = {"processes": len(pids),
+            out[role] = {"processes": len(pids), "cpu_s": round(sum(self.cpu_s.get(p, 0.0) for p in pids), 2),
                          "peak_mb_one_process": round(max((self.peak_kb[p] for p in pids), default=0) / 1024, 1),
                          "peak_mb_sum_at_one_poll": round(self.peak_sum_kb.get(role, 0) / 1024, 1)}
         return out

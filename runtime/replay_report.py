@@ -1,10 +1,11 @@
 """What a replay tells its user: ``summary.json``, a table on stdout and three plots.
 
 The numbers come from :class:`runtime.replay.ReplayResult`; nothing here recomputes them. Rates
-are named for what they divide: *end to end* divides by the time from the first byte read to the
-last counter collected (cutting the traces and the Spark job; building the model is ``setup``);
-*pipeline* divides by the time spent inside the reference model only, summed over tasks, which
-is a per-core figure (times the cores for the whole cluster's).
+are named for what they divide: *end to end* divides by the whole command's wall time, from the
+process's start to the report written (``p4sub replay`` adds it, with its stages, as
+``command``); *job* by the time from the first byte read to the last counter collected (cutting
+the traces and the Spark job); *pipeline* by the time spent inside the reference model only,
+summed over tasks, which is a per-core figure (times the cores for the whole cluster's).
 """
 
 from __future__ import annotations
@@ -65,14 +66,15 @@ def summary(result: ReplayResult) -> dict[str, Any]:
         "parse_statuses": dict(sorted(t.statuses.items())),
         "totals": totals,
         "throughput": {
-            "end_to_end_messages_per_s": _rate(s["messages"], streamed),
-            "end_to_end_rows_per_s": _rate(s["rows"], streamed),
+            "job_messages_per_s": _rate(s["messages"], streamed),
+            "job_rows_per_s": _rate(s["rows"], streamed),
             "pipeline_rows_per_s_per_core": _rate(s["rows"], model_s),
             "pipeline_messages_per_s_per_core": _rate(s["messages"], model_s),
             "pipeline_rows_per_s_all_cores": _rate(s["rows"], model_s) * min(result.cores, max(1, len(result.partitions))),
         },
         "timings_s": {**{k: round(v, 6) for k, v in result.timings.items()},
-                      **{f"tasks_{k[:-3]}": s[k] / 1e9 for k in ("decode_ns", "model_ns", "truth_ns", "count_ns", "wall_ns")}},
+                      **{f"tasks_{k[:-3]}": s[k] / 1e9 for k in ("decode_ns", "model_ns", "truth_ns", "count_ns", "wall_ns",
+                                                                        "cpu_ns")}},
         "ports": ports,
         "partition_detail": parts,
         "ground_truth_families": result.families,
@@ -86,6 +88,15 @@ def _si(x: float) -> str:
     return f"{x:.0f}"
 
 
+def _whole_command(data: dict[str, Any]) -> list[str]:
+    command = data.get("command")
+    if not command:
+        return []
+    stages = ", ".join(f"{k} {v:.1f}" for k, v in command["stages_s"].items())
+    return [f"end to end {_si(command['messages_per_s'])} messages/s: the whole command, {command['seconds']:.1f} s "
+            f"({stages}; Spark's start, overlapping rules and index: {command['spark_start_s']:.1f} s)"]
+
+
 def text_table(data: dict[str, Any]) -> str:
     """The short table printed on stdout."""
     th = data["throughput"]
@@ -93,7 +104,8 @@ def text_table(data: dict[str, Any]) -> str:
         f"replayed {data['messages']:,} messages ({data['rows']:,} rows for the pipeline) in {data['packets']:,} packets "
         f"from {len(data['traces'])} trace(s); {data['damaged']:,} damaged spot(s) skipped; parser: "
         + (", ".join(f"{n:,} {k}" for k, n in data["parse_statuses"].items()) or "no packet"),
-        f"end to end {_si(th['end_to_end_messages_per_s'])} messages/s on {data['master']} ({data['partitions']} partitions); "
+        *_whole_command(data),
+        f"job {_si(th['job_messages_per_s'])} messages/s on {data['master']} ({data['partitions']} partitions); "
         f"pipeline alone {_si(th['pipeline_rows_per_s_per_core'])} rows/s per core "
         f"({_si(th['pipeline_messages_per_s_per_core'])} messages/s)",
         "",

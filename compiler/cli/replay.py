@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -149,24 +150,29 @@ def run(args: argparse.Namespace) -> int:
             result = replay(pipeline, typed, args.trace, spec=spec, spark=spark, partitions=args.partitions,
                             batch_packets=args.batch_packets, progress=not args.quiet, context=context)
             lap("replay")
-        finally:
+        except BaseException:
             starting.stop()
-    lap("stop")
+            raise
+    stopping = threading.Thread(target=starting.stop, name="p4sub-spark-stop")  # while the report is written
+    stopping.start()
     replayed = stages.pop("replay")
     stages.update(split=result.timings["split"], job=result.timings["job"])
     stages["driver"] = max(0.0, replayed - result.timings["split"] - result.timings["job"])
     data = write_report(result, args.report, plotting) if args.report else summary(result)
     lap("report")
+    stopping.join()
+    lap("stop")
+    order = ("start", "rules", "index", "session", "split", "job", "driver", "report", "stop")
+    stages = {k: stages[k] for k in order}
     total = sum(stages.values())
     data["command"] = {"seconds": round(total, 3), "messages_per_s": round(data["messages"] / total) if total else 0,
                        "stages_s": {k: round(v, 3) for k, v in stages.items()},
-                       "spark_start_s": round(starting.seconds or 0.0, 3)}
+                       "spark_start_s": round(starting.seconds or 0.0, 3),
+                       "driver_cpu_s": round(time.process_time(), 3), "load_average": list(os.getloadavg())}
+    data["throughput"]["end_to_end_messages_per_s"] = data["messages"] / total if total else 0.0
     if args.report:
         (Path(args.report) / "summary.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(text_table(data))
-    print(f"whole command {data['messages']:,} messages in {total:.1f} s = {data['command']['messages_per_s']:,} "
-          "messages/s (" + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items()) + "; Spark's start took "
-          f"{starting.seconds or 0.0:.1f} s, overlapping rules and index)")
     if args.report:
         print(f"wrote {Path(args.report) / 'summary.json'} and plots", file=sys.stderr)
     return 0 if result.exact else 1
