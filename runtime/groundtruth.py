@@ -48,7 +48,7 @@ from compiler.spec import QueryField, Spec
 from compiler.typecheck import TypedRules
 from compiler.values import encode_string, scale_decimal
 from runtime.groundtruth_state import StateLoop
-from runtime.model import batch_rows
+from runtime.batch import batch_rows
 from runtime.replay_ports import PortSpace
 
 ORDER_OPS = ("<", "<=", ">", ">=")

@@ -28,6 +28,7 @@ import numpy as np
 
 from compiler import ir, validity
 from compiler.errors import P4subError
+from runtime.batch import batch_rows
 from runtime.state import StateEngine
 
 
@@ -389,14 +390,6 @@ def _args_array(entries: list[ir.Entry]) -> np.ndarray | None:
     if all(0 <= a < (1 << 63) for row in rows for a in row):
         return np.array(rows, dtype=np.int64).reshape(len(rows), width)
     return np.array(rows, dtype=object).reshape(len(rows), width)
-
-
-def batch_rows(columns: Mapping[str, Sequence[int] | np.ndarray], rows: int | None) -> int:
-    """The number of rows of a batch of columns, which must agree with each other and with ``rows``."""
-    lengths = {len(c) for c in columns.values()} | ({rows} if rows is not None else set())
-    if len(lengths) > 1:
-        raise P4subError(f"a batch's columns and row count disagree: lengths {sorted(lengths)}")
-    return lengths.pop() if lengths else 0
 
 
 class Model:

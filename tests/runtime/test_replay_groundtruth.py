@@ -239,3 +239,16 @@ def test_replay_counts_equal_counting_delivered_and_wanted_sets_directly(rows) -
     for k, sets_of in which.items():
         assert got[f"n_{k}"].tolist() == [sum(p in sets_of(d, w) for d, w, _ in rows) for p in space.ports]
         assert got[f"b_{k}"].tolist() == [sum(s for d, w, s in rows if p in sets_of(d, w)) for p in space.ports]
+
+
+def test_ground_truth_imports_nothing_of_the_model_it_judges() -> None:
+    """The oracle shares no code with the model: neither module imports runtime.model or its state engine."""
+    import ast as pyast
+    from pathlib import Path
+
+    judged = {"runtime.model", "runtime.state"}
+    for name in ("groundtruth.py", "groundtruth_state.py"):
+        tree = pyast.parse((Path(__file__).resolve().parents[2] / "runtime" / name).read_text())
+        imported = {n.module for n in pyast.walk(tree) if isinstance(n, pyast.ImportFrom)}
+        imported |= {a.name for n in pyast.walk(tree) if isinstance(n, pyast.Import) for a in n.names}
+        assert not imported & judged, (name, imported & judged)
