@@ -90,6 +90,24 @@ def ship_code(session: Any) -> None:
     setattr(sc, _SHIPPED, str(path))
 
 
+_LOCAL = re.compile(r"^local(?:\[(\d+|\*)(?:,\s*\d+)?\])?$")
+
+
+def local_parallelism(master: str, conf: Mapping[str, str] | None = None) -> int | None:
+    """The ``defaultParallelism`` a session at ``master`` will have, when that is known before it
+    starts (local masters), else None. Lets a driver plan its tasks while Spark is still starting."""
+    conf = conf or {}
+    if "spark.default.parallelism" in conf:
+        value = conf["spark.default.parallelism"]
+        return int(value) if value.isdigit() and int(value) > 0 else None
+    m = _LOCAL.match(master.strip())
+    if not m:
+        return None
+    if m.group(1) in (None, ""):
+        return 1
+    return (os.cpu_count() or 1) if m.group(1) == "*" else max(1, int(m.group(1)))
+
+
 def parse_conf(items: list[str]) -> dict[str, str]:
     """``--conf KEY=VALUE`` arguments as a dict of Spark settings."""
     conf = {}

@@ -43,7 +43,7 @@ from compiler import spark_session as _spark
 from compiler.errors import P4subError
 from compiler.typecheck import TypedRules
 from compiler.spec import Spec
-from runtime.replay_partition import PartitionStats, ReplayContext, merge, replay_range
+from runtime.replay_partition import PartitionStats, ReplayContext, merge, replay_range, spec_name
 from runtime.replay_ports import PortSpace
 from runtime.replay_split import DEFAULT_RANGE_BYTES, TraceSplit, split_trace
 
@@ -132,6 +132,11 @@ def _byte_progress(path: str):
 APPS = ("itch", "int")
 
 
+def app_spec_path(app_name: str) -> Path:
+    """The spec file of a shipped app (``apps/APP/APP.p4``)."""
+    return Path(__file__).resolve().parent.parent / "apps" / app_name / f"{app_name}.p4"
+
+
 def trace_spec(pipeline: ir.Pipeline, spec: Spec | None = None, app_name: str | None = None) -> tuple[Spec, str]:
     """The spec whose parser reads the traces, and its name for reports.
 
@@ -145,21 +150,21 @@ def trace_spec(pipeline: ir.Pipeline, spec: Spec | None = None, app_name: str | 
             raise P4subError(f"unknown app {app_name!r}; the shipped apps are {', '.join(APPS)} (or pass a spec)")
         from compiler.spec_reader import read_spec
 
-        spec = read_spec(Path(__file__).resolve().parent.parent / "apps" / app_name / f"{app_name}.p4")
+        spec = read_spec(app_spec_path(app_name))
     spec = spec or pipeline.spec
-    return spec, Path(spec.path).stem or "spec"
+    return spec, spec_name(spec)
 
 
-def _assemble(app_name: str, traces: list[TraceSplit], ctx: ReplayContext, stats: list[PartitionStats],
-              timings: dict[str, float], master: str, cores: int, typed: TypedRules) -> ReplayResult:
+def _assemble(traces: list[TraceSplit], ctx: ReplayContext, stats: list[PartitionStats],
+              timings: dict[str, float], master: str, cores: int) -> ReplayResult:
     stats = sorted(stats, key=lambda s: s.part)
     total = merge(stats, len(ctx.space.ports))
     for t in traces:
         for reason, n in t.file_damage:
             total.damage[reason] = total.damage.get(reason, 0) + n
     ranges = [r for t in traces for r in t.ranges]
-    return ReplayResult(app_name, [t.path for t in traces], ctx.space, total, stats, ranges, timings, master, cores,
-                        len(typed.rules), ctx.truth.describe())
+    return ReplayResult(ctx.app, [t.path for t in traces], ctx.space, total, stats, ranges, timings, master, cores,
+                        ctx.rules, ctx.truth.describe())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -172,16 +177,15 @@ def replay_local(pipeline: ir.Pipeline, typed: TypedRules, traces: Sequence[str 
                  batch_packets: int = DEFAULT_BATCH_PACKETS) -> ReplayResult:
     """The same ranges and tasks as :func:`replay`, run one after another in this process."""
     start = time.perf_counter()
-    spec, app_name = trace_spec(pipeline, spec, app_name)
-    ctx = ReplayContext.build(pipeline, typed, spec, batch_packets)
+    ctx = ReplayContext.build(pipeline, typed, trace_spec(pipeline, spec, app_name)[0], batch_packets)
     t_setup = time.perf_counter()
-    splits = split_traces(traces, 1, partitions, ordered=bool(pipeline.updates))
+    splits = split_traces(traces, 1, partitions, ordered=ctx.ordered)
     t_split = time.perf_counter()
     ranges = [r for s in splits for r in s.ranges]
     stats = [replay_range(ctx, r, i) for i, r in enumerate(ranges)]
     end = time.perf_counter()
     timings = {"setup": t_setup - start, "split": t_split - t_setup, "job": end - t_split, "wall": end - start}
-    return _assemble(app_name, splits, ctx, stats, timings, "in-process", 1, typed)
+    return _assemble(splits, ctx, stats, timings, "in-process", 1)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -247,27 +251,40 @@ class _Progress(threading.Thread):
 
 def replay(pipeline: ir.Pipeline, typed: TypedRules, traces: Sequence[str | os.PathLike[str]], *,
            spec: Spec | None = None, app_name: str | None = None, spark=None, master: str = "local[*]", partitions: int | None = None,
-           batch_packets: int = DEFAULT_BATCH_PACKETS, progress: bool = False,
-           context: ReplayContext | None = None) -> ReplayResult:
+           batch_packets: int = DEFAULT_BATCH_PACKETS, progress: bool = False) -> ReplayResult:
     """Replay ``traces`` through ``pipeline`` on Spark and count deliveries against ``typed`` rules.
 
     ``spec``/``app_name``: how to read the traces (see :func:`trace_spec`; default: the pipeline's spec).
     ``spark``: a session to use (else one is made for ``master``, see :func:`replay_session`).
     ``partitions``: how many ranges to cut the traces into (default: see :func:`plan_partitions`).
     ``progress``: report the driver's walk and finished partitions on stderr.
-    ``context``: the :class:`ReplayContext` already built for these arguments (the CLI builds it
-    while Spark starts); its build time is then the caller's, not in ``timings["setup"]``.
     """
     start = time.perf_counter()
-    spec, app_name = trace_spec(pipeline, spec, app_name)
-    ctx = context or ReplayContext.build(pipeline, typed, spec, batch_packets)
+    ctx = ReplayContext.build(pipeline, typed, trace_spec(pipeline, spec, app_name)[0], batch_packets)
+    built = time.perf_counter() - start
+    result = replay_context(ctx, traces, spark=spark, master=master, partitions=partitions, progress=progress)
+    result.timings["setup"] += built
+    result.timings["wall"] += built
+    return result
+
+
+def replay_context(ctx: ReplayContext, traces: Sequence[str | os.PathLike[str]], *, spark=None, master: str = "local[*]",
+                   partitions: int | None = None, progress: bool = False,
+                   splits: Sequence[TraceSplit] | None = None) -> ReplayResult:
+    """:func:`replay` for a :class:`ReplayContext` already built (``p4sub replay`` builds it while
+    Spark starts, or loads it: :mod:`runtime.replay_cache`). ``splits``: the traces already cut
+    (:func:`split_traces`), so ``timings["split"]`` is 0; the other arguments as :func:`replay`'s.
+    """
+    start = time.perf_counter()
     with contextlib.ExitStack() as stack:
         if spark is None:
             spark = stack.enter_context(replay_session(master))
         sc = spark.sparkContext
         cores = sc.defaultParallelism
         t_ctx = time.perf_counter()
-        splits = split_traces(traces, cores, partitions, progress, ordered=bool(pipeline.updates))
+        if splits is None:
+            splits = split_traces(traces, cores, partitions, progress, ordered=ctx.ordered)
+        splits = list(splits)
         t_split = time.perf_counter()
         ranges = [r for s in splits for r in s.ranges]
         broadcast = sc.broadcast(ctx)
@@ -279,7 +296,7 @@ def replay(pipeline: ir.Pipeline, typed: TypedRules, traces: Sequence[str | os.P
         end = time.perf_counter()
         timings = {"setup": (t_ctx - start) + (t_setup - t_split), "split": t_split - t_ctx, "job": end - t_setup,
                    "wall": end - start}
-        return _assemble(app_name, splits, ctx, stats, timings, sc.master, cores, typed)
+        return _assemble(splits, ctx, stats, timings, sc.master, cores)
 
 
 def _run_job(sc, broadcast, ranges: list[PcapRange], progress: bool) -> list[PartitionStats]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable
 
 import numpy as np
@@ -58,6 +59,11 @@ def pipeline_ports(pipeline: ir.Pipeline) -> set[int]:
     return ports
 
 
+def spec_name(spec: Spec) -> str:
+    """A spec's name in reports: its file's name without ``.p4``."""
+    return Path(spec.path).stem or "spec"
+
+
 @dataclass
 class ReplayContext:
     """Everything a task needs, built once on the driver and shipped to executors."""
@@ -69,15 +75,19 @@ class ReplayContext:
     batch_packets: int
     port_masks: np.ndarray  # (max port + 1, words)
     group_masks: np.ndarray  # (max group id + 1, words)
+    app: str = "spec"  # the trace spec's name, for reports
+    rules: int = 0  # how many rules the ground truth holds
+    ordered: bool = False  # a stateful pipeline: each trace is replayed in order by one task
 
     @classmethod
     def build(cls, pipeline: ir.Pipeline, typed: TypedRules, spec: Spec | None = None,
               batch_packets: int = 1 << 15) -> "ReplayContext":
         """``spec``: whose parser reads the traces (default: the one the pipeline was compiled against)."""
+        spec = spec or pipeline.spec
         space = PortSpace.of(pipeline_ports(pipeline) | rule_ports(typed))
         truth = GroundTruth.build(typed, space)
         model = Model(pipeline)
-        reader = SpecReader(spec or pipeline.spec, list(model.inputs) + list(truth.fields))
+        reader = SpecReader(spec, list(model.inputs) + list(truth.fields))
         top_port = max(space.ports, default=0)
         port_masks = np.zeros((top_port + 1, space.words), dtype=np.uint64)
         port_masks[list(space.ports)] = space.masks([(p,) for p in space.ports])
@@ -85,7 +95,8 @@ class ReplayContext:
         top_group = max((g.id for g in groups), default=0)
         group_masks = np.zeros((top_group + 1, space.words), dtype=np.uint64)
         group_masks[[g.id for g in groups]] = space.masks([g.ports for g in groups])
-        return cls(model, truth, space, reader, batch_packets, port_masks, group_masks)
+        return cls(model, truth, space, reader, batch_packets, port_masks, group_masks, spec_name(spec),
+                   len(typed.rules), bool(pipeline.updates))
 
     def delivered(self, result: Result) -> np.ndarray:
         """The model's verdicts as masks, with :meth:`Result.ports_of`'s reading: a multicast group

@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting; repeatable")
     p.add_argument("--report", metavar="DIR", help="write summary.json and PNG plots into DIR")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--no-cache", action="store_true",
+                   help="build the model and ground-truth index from the files even when a cached one matches "
+                        "(runtime/replay_cache.py; ~/.cache/p4sub/replay)")
     p.set_defaults(func=run)
 
 
@@ -96,6 +99,22 @@ def typed_rules(args: argparse.Namespace, pipeline: ir.Pipeline, spec: Spec | No
     return check_rules(read_rules(path), spec)
 
 
+def context_key(args: argparse.Namespace) -> str:
+    """The :mod:`runtime.replay_cache` key of the context these arguments build."""
+    from runtime.replay import app_spec_path
+    from runtime.replay_cache import key
+
+    out = Path(args.out)
+    pipeline_json = out / "pipeline.json" if out.is_dir() else out
+    if args.spec:
+        spec_files, label = [args.spec], f"--spec {Path(args.spec).resolve()}"
+    elif args.app:
+        spec_files, label = [app_spec_path(args.app)], f"--app {args.app}"
+    else:
+        spec_files, label = [], ""
+    return key(pipeline_json, rules_path(args), spec_files, label, args.batch_packets)
+
+
 #: What the replay's tasks import: loaded by the executors' Python workers while the driver
 #: still reads the rules (:class:`compiler.spark_session.SessionStart`).
 WORKER_MODULES = ("runtime.replay", "runtime.replay_partition")
@@ -104,8 +123,9 @@ WORKER_MODULES = ("runtime.replay", "runtime.replay_partition")
 def run(args: argparse.Namespace) -> int:
     from apps import storage
     from compiler.cli.compile_update import bulk_objects
-    from compiler.spark_session import SessionStart, parse_conf
-    from runtime.replay import replay
+    from compiler.spark_session import SessionStart, local_parallelism, parse_conf
+    from runtime import replay_cache
+    from runtime.replay import replay_context, split_traces
     from runtime.replay_partition import ReplayContext
     from runtime.replay_report import Plotting, summary, text_table, write_report
 
@@ -124,31 +144,46 @@ def run(args: argparse.Namespace) -> int:
         storage.file_size(trace)
     check_regular(rules_path(args), "rule file")
     stages: dict[str, float] = {"start": process_age()}  # the interpreter and imports, before run()
-    clock = time.perf_counter()
+    clock, cpu_clock = time.perf_counter(), time.process_time()
+    cpu: dict[str, float] = {"start": cpu_clock}  # the driver's CPU seconds (all its threads) per stage
 
     def lap(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
+        nonlocal clock, cpu_clock
+        now, cpu_now = time.perf_counter(), time.process_time()
         stages[name] = stages.get(name, 0.0) + now - clock
-        clock = now
+        cpu[name] = cpu.get(name, 0.0) + cpu_now - cpu_clock
+        clock, cpu_clock = now, cpu_now
 
+    # A context built before from the same pipeline, rules, spec and p4sub is loaded instead of
+    # built again (runtime.replay_cache); the key hashes the files, so this costs milliseconds.
+    cache_key = None if args.no_cache else context_key(args)
+    lap("rules")
+    context = replay_cache.load(cache_key) if cache_key else None
+    lap("index")
     with bulk_objects():  # no garbage collection while 100k-rule structures are built
-        pipeline = ir.load(args.out)
+        pipeline = ir.load(args.out) if context is None else None
         lap("rules")
         # Spark (the JVM, then a Python worker per core) comes up on a thread while this one reads
         # the rules and builds the model and the ground-truth index: seconds each, in other processes.
         starting = SessionStart(args.master, conf, "p4sub replay", warm=WORKER_MODULES)
         try:
-            spec = trace_spec(args, pipeline)
-            typed = typed_rules(args, pipeline, spec)
-            lap("rules")
-            context = ReplayContext.build(pipeline, typed, spec, args.batch_packets)
+            if context is None:
+                spec = trace_spec(args, pipeline)
+                typed = typed_rules(args, pipeline, spec)
+                lap("rules")
+                context = ReplayContext.build(pipeline, typed, spec, args.batch_packets)
+                if cache_key:
+                    replay_cache.store(cache_key, context)
             lap("index")
+            cores = local_parallelism(args.master, conf)  # known before Spark is up: cut the traces now
+            splits = split_traces(args.trace, cores, args.partitions, not args.quiet,
+                                  ordered=context.ordered) if cores else None
+            lap("split")
             spark = starting.result()
             lap("session")  # what was left of Spark's start once the driver was ready
             plotting = Plotting() if args.report else None  # imports matplotlib while the job runs
-            result = replay(pipeline, typed, args.trace, spec=spec, spark=spark, partitions=args.partitions,
-                            batch_packets=args.batch_packets, progress=not args.quiet, context=context)
+            result = replay_context(context, args.trace, spark=spark, partitions=args.partitions,
+                                    progress=not args.quiet, splits=splits)
             lap("replay")
         except BaseException:
             starting.stop()
@@ -156,7 +191,8 @@ def run(args: argparse.Namespace) -> int:
     stopping = threading.Thread(target=starting.stop, name="p4sub-spark-stop")  # while the report is written
     stopping.start()
     replayed = stages.pop("replay")
-    stages.update(split=result.timings["split"], job=result.timings["job"])
+    stages["split"] += result.timings["split"]
+    stages["job"] = result.timings["job"]
     stages["driver"] = max(0.0, replayed - result.timings["split"] - result.timings["job"])
     data = write_report(result, args.report, plotting) if args.report else summary(result)
     lap("report")
@@ -168,7 +204,9 @@ def run(args: argparse.Namespace) -> int:
     data["command"] = {"seconds": round(total, 3), "messages_per_s": round(data["messages"] / total) if total else 0,
                        "stages_s": {k: round(v, 3) for k, v in stages.items()},
                        "spark_start_s": round(starting.seconds or 0.0, 3),
-                       "driver_cpu_s": round(time.process_time(), 3), "load_average": list(os.getloadavg())}
+                       "driver_cpu_s": round(time.process_time(), 3),
+                       "driver_cpu_stages_s": {k: round(v, 3) for k, v in cpu.items()},
+                       "load_average": list(os.getloadavg())}
     data["throughput"]["end_to_end_messages_per_s"] = data["messages"] / total if total else 0.0
     if args.report:
         (Path(args.report) / "summary.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
