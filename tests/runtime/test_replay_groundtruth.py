@@ -15,6 +15,7 @@ from compiler.errors import P4subError
 from compiler.oracle import evaluate
 from compiler.typecheck import check_rules
 from compiler.values import encode_string
+from runtime import groundtruth
 from runtime.groundtruth import GroundTruth, rule_ports
 from runtime.replay_ports import PortSpace, or_segments
 from tests.compiler.specs import make_spec
@@ -154,11 +155,17 @@ def test_vectorised_ground_truth_equals_per_message_oracle(data) -> None:
     typed = check_rules(rules, SPEC)
     msgs = messages(data.draw(st.integers(0, 2**32)), FIELDS, _near_constants(typed))
     space = PortSpace.of(rule_ports(typed) | {1})
-    truth = GroundTruth.build(typed, space)
     columns = {f: np.array([m[f] for m in msgs], dtype=object if f == "ipv6.dst_addr" else np.uint64) for f in FIELDS}
-    got = space.sets(truth.wanted(columns))
     want = [evaluate(typed, m).ports for m in msgs]
-    assert got == want
+    # Threshold families tabulate where each (key group, threshold rank) lands, or search for it
+    # when the table would be large: both ways against the oracle.
+    for dense in (groundtruth.DENSE_PAIRS, 0):
+        saved, groundtruth.DENSE_PAIRS = groundtruth.DENSE_PAIRS, dense
+        try:
+            truth = GroundTruth.build(typed, space)
+        finally:
+            groundtruth.DENSE_PAIRS = saved
+        assert space.sets(truth.wanted(columns)) == want, dense
 
 
 def test_family_methods_cover_lookup_threshold_and_residual() -> None:
