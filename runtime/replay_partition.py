@@ -86,7 +86,7 @@ class ReplayContext:
         spec = spec or pipeline.spec
         space = PortSpace.of(pipeline_ports(pipeline) | rule_ports(typed))
         truth = GroundTruth.build(typed, space)
-        model = Model(pipeline)
+        model = Model(pipeline).for_batches()  # shipped to every executor and cached: no IR entries
         reader = SpecReader(spec, list(model.inputs) + list(truth.fields))
         top_port = max(space.ports, default=0)
         port_masks = np.zeros((top_port + 1, space.words), dtype=np.uint64)

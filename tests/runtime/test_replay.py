@@ -357,3 +357,21 @@ def test_context_cache_key_changes_with_every_input(tmp_path) -> None:
     rules.write_text("a.b == 1 : fwd(1);")
     pipeline.write_text("{ }")
     assert key(pipeline, rules, [], "", 64) != base
+
+
+def test_model_for_batches_runs_as_the_model_without_its_ir(itch_compiled, itch_spec, itch_feed) -> None:
+    """What replay ships and caches: the same verdicts, a smaller pickle, and no run_one."""
+    import pickle
+
+    from compiler.errors import P4subError
+
+    full = Model(itch_compiled.pipeline)
+    slim = full.for_batches()
+    columns = read_trace(itch_feed, itch_spec, full.inputs)
+    a, b = full.run(columns), slim.run(columns)
+    assert np.array_equal(a.port, b.port) and np.array_equal(a.group, b.group) and np.array_equal(a.dropped, b.dropped)
+    assert a.port_sets() == b.port_sets() and any(a.port_sets())
+    assert len(pickle.dumps(slim)) < len(pickle.dumps(full))
+    assert full.pipeline.entries and not slim.pipeline.entries  # the original is left whole
+    with pytest.raises(P4subError, match="for_batches"):
+        slim.run_one({})
