@@ -75,9 +75,15 @@ def build_code_zip(path: Path) -> Path:
     return path
 
 
+def _context(spark: Any) -> Any:
+    """The SparkContext of a session, or the context itself."""
+    return getattr(spark, "sparkContext", spark)
+
+
 def ship_code(session: Any) -> None:
-    """Put p4sub's packages on every executor's ``sys.path`` (once per SparkContext)."""
-    sc = session.sparkContext
+    """Put p4sub's packages on every executor's ``sys.path`` (once per SparkContext); ``session``:
+    a SparkSession or a SparkContext."""
+    sc = _context(session)
     if getattr(sc, _SHIPPED, None):
         return
     directory = Path(tempfile.mkdtemp(prefix="p4sub-spark-"))
@@ -119,21 +125,7 @@ def parse_conf(items: list[str]) -> dict[str, str]:
     return conf
 
 
-def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = None, app_name: str = "p4sub") -> Any:
-    """A Spark session at ``master`` whose executors run this interpreter (see :func:`worker_python`)
-    with p4sub's code shipped to them (:func:`ship_code`). ``conf`` entries override the defaults.
-
-    A session already running in this process is returned as it is (Spark allows one per process),
-    with the code shipped to it if it was not yet.
-    """
-    if not java_available():
-        raise P4subError("Spark needs Java 17: install a JDK (Debian: default-jre-headless) or set JAVA_HOME")
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        raise P4subError("Spark runs need PySpark: pip install pyspark") from None
-    _check_master(master)
-    conf = dict(conf or {})
+def _settings(conf: Mapping[str, str], app_name: str) -> dict[str, str]:
     settings = {
         "spark.app.name": app_name,
         "spark.ui.showConsoleProgress": "false",
@@ -147,16 +139,33 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
         "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     }
     settings.update(conf)
-    builder = SparkSession.builder.master(master)
-    for k, v in settings.items():
-        builder = builder.config(k, v)
+    return settings
+
+
+def _start(master: str, conf: Mapping[str, str] | None, app_name: str, sql: bool) -> Any:
+    if not java_available():
+        raise P4subError("Spark needs Java 17: install a JDK (Debian: default-jre-headless) or set JAVA_HOME")
+    try:
+        from pyspark import SparkConf, SparkContext
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise P4subError("Spark runs need PySpark: pip install pyspark") from None
+    _check_master(master)
+    conf = dict(conf or {})
+    settings = _settings(conf, app_name)
     saved = os.environ.get("PYSPARK_PYTHON")
     # PySpark reads the workers' interpreter from the environment when the SparkContext starts.
     os.environ["PYSPARK_PYTHON"] = worker_python(conf)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            session = builder.getOrCreate()
+            if sql:
+                builder = SparkSession.builder.master(master)
+                for k, v in settings.items():
+                    builder = builder.config(k, v)
+                started = builder.getOrCreate()
+            else:
+                started = SparkContext.getOrCreate(SparkConf().setMaster(master).setAll(list(settings.items())))
     except Exception as exc:  # no usable Java, a bad master URL, a port in use: the user's environment
         raise P4subError(f"cannot start Spark at {master}: {_summary(exc)}") from None
     finally:
@@ -164,8 +173,26 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
             os.environ.pop("PYSPARK_PYTHON", None)
         else:
             os.environ["PYSPARK_PYTHON"] = saved
-    ship_code(session)
-    return session
+    ship_code(started)
+    return started
+
+
+def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = None, app_name: str = "p4sub") -> Any:
+    """A Spark session at ``master`` whose executors run this interpreter (see :func:`worker_python`)
+    with p4sub's code shipped to them (:func:`ship_code`). ``conf`` entries override the defaults.
+
+    A session already running in this process is returned as it is (Spark allows one per process),
+    with the code shipped to it if it was not yet.
+    """
+    return _start(master, conf, app_name, sql=True)
+
+
+def spark_context(master: str = "local[*]", conf: Mapping[str, str] | None = None, app_name: str = "p4sub") -> Any:
+    """:func:`spark_session`'s SparkContext without the session: for jobs of plain RDDs (replay),
+    whose start then skips Spark SQL's machinery (1.5-2 s of the JVM's start on this project's
+    2-core machine). A context already running in this process (a session's) is returned as it is.
+    """
+    return _start(master, conf, app_name, sql=False)
 
 
 def _check_master(master: str, timeout: float = 5.0) -> None:
@@ -213,7 +240,7 @@ def warm_workers(session: Any, modules: Iterable[str]) -> int:
     """Start the executors' Python workers and import ``modules`` in them, one task per core, so
     that the first real job finds them running (Spark reuses its Python workers,
     ``spark.python.worker.reuse``). Returns how many worker processes answered."""
-    sc = session.sparkContext
+    sc = _context(session)
     n = max(1, sc.defaultParallelism)
     with spark_errors("starting the Python workers", session):
         pids = sc.parallelize(range(n), n).mapPartitions(partial(_import_modules, tuple(modules))).collect()
@@ -221,7 +248,7 @@ def warm_workers(session: Any, modules: Iterable[str]) -> int:
 
 
 class SessionStart:
-    """A :func:`spark_session` started on a thread, so that the seconds Spark takes to come up (the
+    """A :func:`spark_session` (``sql=False``: a :func:`spark_context`) started on a thread, so that the seconds Spark takes to come up (the
     JVM, then the executors' Python workers when ``warm`` names modules for them) overlap the
     driver's own work (reading the rules, building what the job ships).
 
@@ -231,10 +258,10 @@ class SessionStart:
     """
 
     def __init__(self, master: str = "local[*]", conf: Mapping[str, str] | None = None, app_name: str = "p4sub",
-                 warm: Iterable[str] = ()) -> None:
-        self.master, self.conf, self.app_name, self.warm = master, dict(conf or {}), app_name, tuple(warm)
+                 warm: Iterable[str] = (), sql: bool = True) -> None:
+        self.master, self.conf, self.app_name, self.warm, self.sql = master, dict(conf or {}), app_name, tuple(warm), sql
         # The JVM's active session is per thread: ask here, in the caller's thread.
-        self.existing = _active_session()
+        self.existing = _active_session() if sql else _active_context()
         self.session: Any = None
         self.error: BaseException | None = None
         self.seconds: float | None = None
@@ -244,7 +271,7 @@ class SessionStart:
     def _run(self) -> None:
         start = time.perf_counter()
         try:
-            self.session = spark_session(self.master, self.conf, self.app_name)
+            self.session = _start(self.master, self.conf, self.app_name, self.sql)
             if self.warm:
                 warm_workers(self.session, self.warm)
         except BaseException as exc:  # handed to the caller's thread by result()
@@ -262,6 +289,14 @@ class SessionStart:
         self._thread.join()
         if self.session is not None and self.existing is None:
             self.session.stop()
+
+
+def _active_context() -> Any:
+    try:
+        from pyspark import SparkContext
+    except ImportError:
+        return None
+    return SparkContext._active_spark_context
 
 
 def _active_session() -> Any:
@@ -285,7 +320,7 @@ def spark_errors(what: str, session: Any = None) -> Iterator[None]:
             raise
         message = f"{what} failed on Spark: {_summary(exc)}"
         if "ModuleNotFoundError" in message or "ImportError" in message:
-            python = getattr(getattr(session, "sparkContext", None), "pythonExec", None) or worker_python()
+            python = getattr(_context(session), "pythonExec", None) or worker_python()
             message += (f" (the executors run {python}, which needs p4sub's dependencies: pip install p4sub"
                         " there, or name another Python with --conf spark.pyspark.python=PATH)")
         raise P4subError(message) from None

@@ -255,7 +255,7 @@ def replay(pipeline: ir.Pipeline, typed: TypedRules, traces: Sequence[str | os.P
     """Replay ``traces`` through ``pipeline`` on Spark and count deliveries against ``typed`` rules.
 
     ``spec``/``app_name``: how to read the traces (see :func:`trace_spec`; default: the pipeline's spec).
-    ``spark``: a session to use (else one is made for ``master``, see :func:`replay_session`).
+    ``spark``: a session (or a SparkContext) to use (else one is made for ``master``, see :func:`replay_session`).
     ``partitions``: how many ranges to cut the traces into (default: see :func:`plan_partitions`).
     ``progress``: report the driver's walk and finished partitions on stderr.
     """
@@ -279,7 +279,7 @@ def replay_context(ctx: ReplayContext, traces: Sequence[str | os.PathLike[str]],
     with contextlib.ExitStack() as stack:
         if spark is None:
             spark = stack.enter_context(replay_session(master))
-        sc = spark.sparkContext
+        sc = getattr(spark, "sparkContext", spark)  # a session, or a context alone (p4sub replay's)
         cores = sc.defaultParallelism
         t_ctx = time.perf_counter()
         if splits is None:

@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         lap("rules")
         # Spark (the JVM, then a Python worker per core) comes up on a thread while this one reads
         # the rules and builds the model and the ground-truth index: seconds each, in other processes.
-        starting = SessionStart(args.master, conf, "p4sub replay", warm=WORKER_MODULES)
+        starting = SessionStart(args.master, conf, "p4sub replay", warm=WORKER_MODULES, sql=False)
         try:
             if context is None:
                 spec = trace_spec(args, pipeline)
