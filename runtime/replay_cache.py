@@ -76,6 +76,11 @@ def key(pipeline_json: str | os.PathLike[str], rules: str | os.PathLike[str], sp
     return h.hexdigest()
 
 
+def has(name: str) -> bool:
+    """Whether an entry is stored under ``name`` (it may still turn out unreadable: :func:`load`)."""
+    return (cache_dir() / f"{name}.pickle").is_file()
+
+
 def load(name: str) -> ReplayContext | None:
     """The context stored under ``name``, or None when there is none or it cannot be read."""
     path = cache_dir() / f"{name}.pickle"

@@ -157,17 +157,21 @@ def run(args: argparse.Namespace) -> int:
     # A context built before from the same pipeline, rules, spec and p4sub is loaded instead of
     # built again (runtime.replay_cache); the key hashes the files, so this costs milliseconds.
     cache_key = None if args.no_cache else context_key(args)
+    cached = bool(cache_key) and replay_cache.has(cache_key)
     lap("rules")
-    context = replay_cache.load(cache_key) if cache_key else None
-    lap("index")
     with bulk_objects():  # no garbage collection while 100k-rule structures are built
-        pipeline = ir.load(args.out) if context is None else None
+        # Without a cached context, pipeline.json is read before Spark starts (a damaged one is said
+        # at once, as the other inputs above).
+        pipeline = None if cached else ir.load(args.out)
         lap("rules")
         # Spark (the JVM, then a Python worker per core) comes up on a thread while this one reads
         # the rules and builds the model and the ground-truth index: seconds each, in other processes.
         starting = SessionStart(args.master, conf, "p4sub replay", warm=WORKER_MODULES, sql=False)
         try:
+            context = replay_cache.load(cache_key) if cached else None
+            lap("index")
             if context is None:
+                pipeline = pipeline or ir.load(args.out)
                 spec = trace_spec(args, pipeline)
                 typed = typed_rules(args, pipeline, spec)
                 lap("rules")
@@ -179,9 +183,9 @@ def run(args: argparse.Namespace) -> int:
             splits = split_traces(args.trace, cores, args.partitions, not args.quiet,
                                   ordered=context.ordered) if cores else None
             lap("split")
+            plotting = Plotting() if args.report else None  # imports matplotlib while Spark starts or the job runs
             spark = starting.result()
             lap("session")  # what was left of Spark's start once the driver was ready
-            plotting = Plotting() if args.report else None  # imports matplotlib while the job runs
             result = replay_context(context, args.trace, spark=spark, partitions=args.partitions,
                                     progress=not args.quiet, splits=splits)
             lap("replay")
