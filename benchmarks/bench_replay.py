@@ -8,9 +8,11 @@ Steps, each cached under ``--work`` so a rerun only replays:
    bench_compile's ``S000``.. placeholders, so that rules match the feed;
 2. generate the feed with ``p4sub gen itch`` (MoldUDP64 batches of 1-12 messages, Zipf 1.1 over
    100 symbols, as the Camus synthetic feed);
-3. replay it with ``p4sub replay`` once per Spark master (``local[1]``, ``local[2]``), each in its own
-   process. The figures are the ones the replay's ``summary.json`` reports, plus the command's wall
-   time and peak memory. Memory is read from ``/proc``: every process of the command's tree is
+3. replay it with ``p4sub replay`` twice per Spark master (``local[1]``, ``local[2]``), each in its own
+   process: *cold* (the context cache ``WORK/cache`` emptied, so the model and the ground-truth
+   index are built from the files) and *warm* (loaded from it, runtime/replay_cache.py). The
+   figures are the ones the replay's ``summary.json`` reports, plus the command's wall time, CPU
+   seconds and peak memory. Memory is read from ``/proc``: every process of the command's tree is
    polled (``--sample`` seconds) for ``VmHWM``, the kernel's own peak resident set of a process, so
    a per-process peak is exact even between polls; the sum over processes of one role (the Python
    workers) is the largest sum seen at one poll. Roles: the driver's Python process, the JVM it
@@ -19,6 +21,7 @@ Steps, each cached under ``--work`` so a rerun only replays:
 4. the reference model alone (:class:`runtime.model.Model`) on the feed's Add Order columns as
    the spec's parser reads them (:mod:`runtime.spec_trace`), in this process on one core, batch by batch.
 
+    .venv/bin/python benchmarks/bench_replay.py --masters 'local[2]' --skip-model   # the issue's figure
     nice .venv/bin/python benchmarks/bench_replay.py                  # 10M messages, 100k filters
     nice .venv/bin/python benchmarks/bench_replay.py --quick          # 200k messages, 10k filters
 
@@ -32,6 +35,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import threading
@@ -139,6 +143,19 @@ def _children() -> dict[int, list[int]]:
     return kids
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` so far (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
 def _status_kb(pid: int) -> dict[str, int]:
     out = {}
     try:
@@ -176,6 +193,7 @@ class TreeMemory:
     peak_kb: dict[int, int] = field(default_factory=dict)
     roles: dict[int, str] = field(default_factory=dict)
     peak_sum_kb: dict[str, int] = field(default_factory=dict)
+    cpu_s: dict[int, float] = field(default_factory=dict)  # last CPU seconds seen per process
     polls: int = 0
 
     def __post_init__(self) -> None:
@@ -203,6 +221,7 @@ class TreeMemory:
             # Read every poll: spark-submit's shell script execs the JVM in the same process.
             role = self.roles[pid] = _role(pid, self.root)
             self.peak_kb[pid] = max(self.peak_kb.get(pid, 0), status.get("VmHWM", 0))
+            self.cpu_s[pid] = max(self.cpu_s.get(pid, 0.0), _cpu_s(pid))
             sums[role] = sums.get(role, 0) + status.get("VmRSS", 0)
         for role, kb in sums.items():
             self.peak_sum_kb[role] = max(self.peak_sum_kb.get(role, 0), kb)
@@ -214,23 +233,27 @@ class TreeMemory:
         out: dict[str, Any] = {"polls": self.polls, "interval_s": self.interval}
         for role in ("driver_python", "jvm", "python_workers"):
             pids = [p for p, r in self.roles.items() if r == role]
-            out[role] = {"processes": len(pids),
+            out[role] = {"processes": len(pids), "cpu_s": round(sum(self.cpu_s.get(p, 0.0) for p in pids), 2),
                          "peak_mb_one_process": round(max((self.peak_kb[p] for p in pids), default=0) / 1024, 1),
                          "peak_mb_sum_at_one_poll": round(self.peak_sum_kb.get(role, 0) / 1024, 1)}
         return out
 
 
 def run_replay(pipeline: Path, rules: Path, feed: Path, master: str, report: Path, partitions: int | None,
-               sample: float) -> dict[str, Any]:
-    """``p4sub replay`` in a child process; its summary, wall time and memory."""
+               sample: float, cache: Path, run: str) -> dict[str, Any]:
+    """``p4sub replay`` in a child process; its summary, wall time, CPU and memory. ``run``: "cold"
+    empties the context cache (``cache``, runtime/replay_cache.py) first, "warm" uses what is there."""
     cmd = P4SUB + ["replay", str(pipeline), "--trace", str(feed), "--rules", str(rules), "--master", master,
                    "--report", str(report), "--conf", "spark.ui.enabled=false"]
     if partitions:
         cmd += ["--partitions", str(partitions)]
-    row: dict[str, Any] = {"master": master, "command": " ".join(["p4sub"] + cmd[len(P4SUB):]), "load_start": loadavg()}
-    say(f"replay on {master}: {row['command']}")
+    if run == "cold":
+        shutil.rmtree(cache, ignore_errors=True)
+    row: dict[str, Any] = {"master": master, "run": run, "command": " ".join(["p4sub"] + cmd[len(P4SUB):]),
+                           "load_start": loadavg()}
+    say(f"replay on {master} ({run}): {row['command']}")
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "P4SUB_CACHE_DIR": str(cache)})
     memory = TreeMemory(proc.pid, sample)
     stdout, _ = proc.communicate()
     row["wall_s"] = round(time.perf_counter() - t, 1)
@@ -250,6 +273,9 @@ def run_replay(pipeline: Path, rules: Path, feed: Path, master: str, report: Pat
         "totals": {k: data["totals"][k] for k in ("delivered", "wanted", "false_positives", "false_negatives",
                                                   "delivered_packets", "fp_packets")},
         "end_to_end_messages_per_s": round(th["end_to_end_messages_per_s"]),
+        "job_messages_per_s": round(th["job_messages_per_s"]),
+        "command_stages_s": data["command"]["stages_s"], "spark_start_s": data["command"]["spark_start_s"],
+        "driver_cpu_stages_s": data["command"]["driver_cpu_stages_s"],
         "pipeline_rows_per_s_per_core": round(th["pipeline_rows_per_s_per_core"]),
         "pipeline_messages_per_s_per_core": round(th["pipeline_messages_per_s_per_core"]),
         "pipeline_rows_per_s_all_cores": round(th["pipeline_rows_per_s_all_cores"]),
@@ -315,22 +341,28 @@ def table(result: dict[str, Any]) -> str:
              f"({result['compile']['entries']:,} entries); load average {result['load_start']} -> {result['load_end']}",
              "",
              f"{'run':<14} {'wall s':>7} {'e2e msg/s':>10} {'pipe msg/s/core':>15} {'pipe rows/s/core':>16} "
-             f"{'delivered':>11} {'FP':>9} {'FN':>5} {'driver MB':>9} {'JVM MB':>7} {'worker MB':>9} {'workers MB':>10}"]
+             f"{'delivered':>11} {'FP':>9} {'FN':>5} {'driver MB':>9} {'JVM MB':>7} {'worker MB':>9} {'workers MB':>10} "
+             f"{'CPU s (driver/JVM/workers/tasks)':>32}"]
     for r in result["replays"]:
         if "error" in r:
             lines.append(f"{r['master']:<14} {r['wall_s']:>7} {r['error']}")
             continue
         m = r["memory"]
+        cpu = "/".join(str(m[k]["cpu_s"]) for k in ("driver_python", "jvm", "python_workers")) + f"/{r['timings_s']['tasks_cpu']}"
         lines.append(
-            f"{r['master']:<14} {r['wall_s']:>7} {_m(r['end_to_end_messages_per_s']):>10} "
+            f"{r['master'] + ' ' + r['run']:<14} {r['wall_s']:>7} {_m(r['end_to_end_messages_per_s']):>10} "
             f"{_m(r['pipeline_messages_per_s_per_core']):>15} {_m(r['pipeline_rows_per_s_per_core']):>16} "
             f"{r['totals']['delivered']:>11,} {r['totals']['false_positives']:>9,} {r['totals']['false_negatives']:>5,} "
             f"{m['driver_python']['peak_mb_one_process']:>9} {m['jvm']['peak_mb_one_process']:>7} "
-            f"{m['python_workers']['peak_mb_one_process']:>9} {m['python_workers']['peak_mb_sum_at_one_poll']:>10}")
+            f"{m['python_workers']['peak_mb_one_process']:>9} {m['python_workers']['peak_mb_sum_at_one_poll']:>10} {cpu:>32}")
+        lines.append(f"{'':<14} stages s: " + ", ".join(f"{k} {v:.1f}" for k, v in r["command_stages_s"].items())
+                     + f"; Spark's start {r['spark_start_s']:.1f} s; load {r['load_start']} -> {r['load_end']}")
     mo = result.get("model")
     if mo:
         lines.append(f"{'model alone':<14} {mo['model_s']:>7} {'':>10} {_m(mo['messages_per_s']):>15} {_m(mo['rows_per_s']):>16}")
-    lines += ["", "e2e: messages / (cutting + Spark job); pipe: messages or Add Order rows / time inside Model.run, per core.",
+    lines += ["", "e2e: messages / the whole command's wall time (cold: model and ground-truth index built; warm: loaded "
+              "from the context cache); pipe: messages or Add Order rows / time inside Model.run, per core.",
+              "CPU s: user + system seconds of the driver's Python, the JVM, the Python workers (polled), and inside the tasks.",
               "MB: peak resident set (VmHWM) of the driver's Python, the JVM, the largest Python worker; "
               "workers MB: largest sum over workers at one poll."]
     return "\n".join(lines)
@@ -366,8 +398,10 @@ def main() -> int:
     for master in [m.strip() for m in args.masters.split(",") if m.strip()]:
         tag = master.replace("[", "").replace("]", "").replace("*", "all").replace("/", "_").replace(":", "_")
         report = work / f"report-{tag}-{messages}-{filters}" if not args.partitions else work / f"report-{tag}-{messages}-{filters}-p{args.partitions}"
-        result["replays"].append(run_replay(pipeline, rules, feed, master, report, args.partitions, args.sample))
-        say(json.dumps(result["replays"][-1]))
+        for run in ("cold", "warm"):
+            result["replays"].append(run_replay(pipeline, rules, feed, master, report, args.partitions, args.sample,
+                                                work / "cache", run))
+            say(json.dumps(result["replays"][-1]))
     if not args.skip_model:
         result["model"] = model_alone(pipeline, feed, args.batch_packets)
         say(json.dumps(result["model"]))

@@ -129,8 +129,10 @@ def _walk(cls: Any, data: Any, where: str) -> None:  # noqa: C901 - one branch p
             raise _Bad(where, f"expected an array, got {_kind(data)}")
         if len(args) == 2 and args[1] is Ellipsis:
             for i, item in enumerate(data):
-                if args[0] is int and type(item) is not int:  # ir.from_json keeps these as they are
-                    raise _Bad(f"{where}[{i}]", f"expected an integer, got {_kind(item)}")
+                if args[0] is int:  # ir.from_json keeps these as they are (multicast ports: millions)
+                    if type(item) is not int:
+                        raise _Bad(f"{where}[{i}]", f"expected an integer, got {_kind(item)}")
+                    continue
                 _walk(args[0], item, f"{where}[{i}]")
             return
         if len(data) != len(args):

@@ -29,10 +29,13 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
+import time
 import warnings
 import zipfile
+from functools import partial
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from compiler.errors import P4subError
 
@@ -72,9 +75,15 @@ def build_code_zip(path: Path) -> Path:
     return path
 
 
+def _context(spark: Any) -> Any:
+    """The SparkContext of a session, or the context itself."""
+    return getattr(spark, "sparkContext", spark)
+
+
 def ship_code(session: Any) -> None:
-    """Put p4sub's packages on every executor's ``sys.path`` (once per SparkContext)."""
-    sc = session.sparkContext
+    """Put p4sub's packages on every executor's ``sys.path`` (once per SparkContext); ``session``:
+    a SparkSession or a SparkContext."""
+    sc = _context(session)
     if getattr(sc, _SHIPPED, None):
         return
     directory = Path(tempfile.mkdtemp(prefix="p4sub-spark-"))
@@ -85,6 +94,24 @@ def ship_code(session: Any) -> None:
     # addPyFile also puts the zip on the driver's path; the driver keeps importing from where it did.
     sys.path[:] = [p for p in sys.path if p in before]
     setattr(sc, _SHIPPED, str(path))
+
+
+_LOCAL = re.compile(r"^local(?:\[(\d+|\*)(?:,\s*\d+)?\])?$")
+
+
+def local_parallelism(master: str, conf: Mapping[str, str] | None = None) -> int | None:
+    """The ``defaultParallelism`` a session at ``master`` will have, when that is known before it
+    starts (local masters), else None. Lets a driver plan its tasks while Spark is still starting."""
+    conf = conf or {}
+    if "spark.default.parallelism" in conf:
+        value = conf["spark.default.parallelism"]
+        return int(value) if value.isdigit() and int(value) > 0 else None
+    m = _LOCAL.match(master.strip())
+    if not m:
+        return None
+    if m.group(1) in (None, ""):
+        return 1
+    return (os.cpu_count() or 1) if m.group(1) == "*" else max(1, int(m.group(1)))
 
 
 def parse_conf(items: list[str]) -> dict[str, str]:
@@ -98,39 +125,47 @@ def parse_conf(items: list[str]) -> dict[str, str]:
     return conf
 
 
-def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = None, app_name: str = "p4sub") -> Any:
-    """A Spark session at ``master`` whose executors run this interpreter (see :func:`worker_python`)
-    with p4sub's code shipped to them (:func:`ship_code`). ``conf`` entries override the defaults.
-
-    A session already running in this process is returned as it is (Spark allows one per process),
-    with the code shipped to it if it was not yet.
-    """
-    if not java_available():
-        raise P4subError("Spark needs Java 17: install a JDK (Debian: default-jre-headless) or set JAVA_HOME")
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        raise P4subError("Spark runs need PySpark: pip install pyspark") from None
-    _check_master(master)
-    conf = dict(conf or {})
+def _settings(conf: Mapping[str, str], app_name: str) -> dict[str, str]:
     settings = {
         "spark.app.name": app_name,
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "4",
         "spark.python.worker.reuse": "true",
         "spark.executorEnv.PYTHONWARNINGS": "ignore::FutureWarning",
+        # The driver's JVM only schedules tasks and moves a few bytes for p4sub (the work is in the
+        # Python workers): the quick compiler alone and the serial collector start it in about half
+        # the time on a busy 2-core machine (the optimising compiler's threads compete with the
+        # driver's Python for the cores). --conf spark.driver.extraJavaOptions=... replaces this.
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     }
     settings.update(conf)
-    builder = SparkSession.builder.master(master)
-    for k, v in settings.items():
-        builder = builder.config(k, v)
+    return settings
+
+
+def _start(master: str, conf: Mapping[str, str] | None, app_name: str, sql: bool) -> Any:
+    if not java_available():
+        raise P4subError("Spark needs Java 17: install a JDK (Debian: default-jre-headless) or set JAVA_HOME")
+    try:
+        from pyspark import SparkConf, SparkContext
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise P4subError("Spark runs need PySpark: pip install pyspark") from None
+    _check_master(master)
+    conf = dict(conf or {})
+    settings = _settings(conf, app_name)
     saved = os.environ.get("PYSPARK_PYTHON")
     # PySpark reads the workers' interpreter from the environment when the SparkContext starts.
     os.environ["PYSPARK_PYTHON"] = worker_python(conf)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            session = builder.getOrCreate()
+            if sql:
+                builder = SparkSession.builder.master(master)
+                for k, v in settings.items():
+                    builder = builder.config(k, v)
+                started = builder.getOrCreate()
+            else:
+                started = SparkContext.getOrCreate(SparkConf().setMaster(master).setAll(list(settings.items())))
     except Exception as exc:  # no usable Java, a bad master URL, a port in use: the user's environment
         raise P4subError(f"cannot start Spark at {master}: {_summary(exc)}") from None
     finally:
@@ -138,8 +173,26 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
             os.environ.pop("PYSPARK_PYTHON", None)
         else:
             os.environ["PYSPARK_PYTHON"] = saved
-    ship_code(session)
-    return session
+    ship_code(started)
+    return started
+
+
+def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = None, app_name: str = "p4sub") -> Any:
+    """A Spark session at ``master`` whose executors run this interpreter (see :func:`worker_python`)
+    with p4sub's code shipped to them (:func:`ship_code`). ``conf`` entries override the defaults.
+
+    A session already running in this process is returned as it is (Spark allows one per process),
+    with the code shipped to it if it was not yet.
+    """
+    return _start(master, conf, app_name, sql=True)
+
+
+def spark_context(master: str = "local[*]", conf: Mapping[str, str] | None = None, app_name: str = "p4sub") -> Any:
+    """:func:`spark_session`'s SparkContext without the session: for jobs of plain RDDs (replay),
+    whose start then skips Spark SQL's machinery (1.5-2 s of the JVM's start on this project's
+    2-core machine). A context already running in this process (a session's) is returned as it is.
+    """
+    return _start(master, conf, app_name, sql=False)
 
 
 def _check_master(master: str, timeout: float = 5.0) -> None:
@@ -175,6 +228,85 @@ def spark(master: str = "local[*]", conf: Mapping[str, str] | None = None, app_n
             session.stop()
 
 
+def _import_modules(names: tuple[str, ...], _items: Iterable[Any]) -> Iterator[int]:
+    import importlib as _importlib
+
+    for name in names:
+        _importlib.import_module(name)
+    yield os.getpid()
+
+
+def warm_workers(session: Any, modules: Iterable[str]) -> int:
+    """Start the executors' Python workers and import ``modules`` in them, one task per core, so
+    that the first real job finds them running (Spark reuses its Python workers,
+    ``spark.python.worker.reuse``). Returns how many worker processes answered."""
+    sc = _context(session)
+    n = max(1, sc.defaultParallelism)
+    with spark_errors("starting the Python workers", session):
+        pids = sc.parallelize(range(n), n).mapPartitions(partial(_import_modules, tuple(modules))).collect()
+    return len(set(pids))
+
+
+class SessionStart:
+    """A :func:`spark_session` (``sql=False``: a :func:`spark_context`) started on a thread, so that the seconds Spark takes to come up (the
+    JVM, then the executors' Python workers when ``warm`` names modules for them) overlap the
+    driver's own work (reading the rules, building what the job ships).
+
+    :meth:`result` waits for the session and raises what starting it raised; :meth:`stop` waits
+    for it and stops it unless it was already running when this object was made (as :func:`spark`).
+    ``seconds``: how long the start took (None until it is over).
+    """
+
+    def __init__(self, master: str = "local[*]", conf: Mapping[str, str] | None = None, app_name: str = "p4sub",
+                 warm: Iterable[str] = (), sql: bool = True) -> None:
+        self.master, self.conf, self.app_name, self.warm, self.sql = master, dict(conf or {}), app_name, tuple(warm), sql
+        # The JVM's active session is per thread: ask here, in the caller's thread.
+        self.existing = _active_session() if sql else _active_context()
+        self.session: Any = None
+        self.error: BaseException | None = None
+        self.seconds: float | None = None
+        self._thread = threading.Thread(target=self._run, name="p4sub-spark-start", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        start = time.perf_counter()
+        try:
+            self.session = _start(self.master, self.conf, self.app_name, self.sql)
+            if self.warm:
+                warm_workers(self.session, self.warm)
+        except BaseException as exc:  # handed to the caller's thread by result()
+            self.error = exc
+        finally:
+            self.seconds = time.perf_counter() - start
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.session
+
+    def stop(self) -> None:
+        self._thread.join()
+        if self.session is not None and self.existing is None:
+            self.session.stop()
+
+
+def _active_context() -> Any:
+    try:
+        from pyspark import SparkContext
+    except ImportError:
+        return None
+    return SparkContext._active_spark_context
+
+
+def _active_session() -> Any:
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return None  # spark_session says so on the thread, and result() raises it
+    return SparkSession.getActiveSession()
+
+
 @contextlib.contextmanager
 def spark_errors(what: str, session: Any = None) -> Iterator[None]:
     """Turn a failed Spark job into a :class:`P4subError` that names the task's own error
@@ -188,7 +320,7 @@ def spark_errors(what: str, session: Any = None) -> Iterator[None]:
             raise
         message = f"{what} failed on Spark: {_summary(exc)}"
         if "ModuleNotFoundError" in message or "ImportError" in message:
-            python = getattr(getattr(session, "sparkContext", None), "pythonExec", None) or worker_python()
+            python = getattr(_context(session), "pythonExec", None) or worker_python()
             message += (f" (the executors run {python}, which needs p4sub's dependencies: pip install p4sub"
                         " there, or name another Python with --conf spark.pyspark.python=PATH)")
         raise P4subError(message) from None

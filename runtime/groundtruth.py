@@ -18,7 +18,8 @@ How a batch is evaluated without testing every rule on every message:
   family, a message is looked up by its key values (ranked against the constants the rules use):
   - no threshold, no residual: one table lookup gives the OR of the ports of every matching term;
   - a threshold: the family's thresholds are sorted per key with running ORs of the ports, so one
-    binary search per message gives the OR of every term whose threshold the value passes;
+    binary search per message (a table lookup when key groups x thresholds are few) gives the OR of
+    every term whose threshold the value passes;
   - a residual: each message is paired with the terms of its key (a join) and the residual is
     evaluated on the pairs, constants gathered per term. Without key fields every term pairs with
     every message, so rule sets made of such filters cost rules x messages (in bounded blocks).
@@ -48,11 +49,12 @@ from compiler.spec import QueryField, Spec
 from compiler.typecheck import TypedRules
 from compiler.values import encode_string, scale_decimal
 from runtime.groundtruth_state import StateLoop
-from runtime.model import batch_rows
+from runtime.batch import batch_rows
 from runtime.replay_ports import PortSpace
 
 ORDER_OPS = ("<", "<=", ">", ">=")
 PAIR_BUDGET = 1 << 21  # (message, term) pairs evaluated at once in a residual family
+DENSE_PAIRS = 1 << 22  # (key group, threshold rank) pairs a threshold family tabulates (8 bytes each)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -327,6 +329,12 @@ class _Family:
         self.span = span
         below = self.threshold[1] in (">", ">=")  # type: ignore[index]
         self.acc = _segmented_or(masks[order], sorted_gid, reverse=not below)
+        # Where every (key group, threshold rank) pair lands in sorted_key, when there are few
+        # enough pairs: a row then costs a gather instead of a binary search over all the terms.
+        self.landing = None
+        if self.index.groups * span <= DENSE_PAIRS:
+            pairs = np.arange(self.index.groups * span, dtype=np.int64)
+            self.landing = np.searchsorted(self.sorted_key, pairs, side="left")
 
     def _apply_threshold(self, columns: Mapping[str, np.ndarray], ids: np.ndarray, out: np.ndarray) -> None:
         name, op = self.threshold  # type: ignore[misc]
@@ -337,7 +345,8 @@ class _Family:
         v = columns[name][found]
         side = "left" if op in (">", "<=") else "right"
         pos = np.searchsorted(self.thresholds, v, side=side).astype(np.int64)
-        idx = np.searchsorted(self.sorted_key, g * self.span + pos, side="left")
+        pair = g * self.span + pos
+        idx = self.landing[pair] if self.landing is not None else np.searchsorted(self.sorted_key, pair, side="left")
         if op in (">", ">="):  # terms whose threshold ranks below pos: [group_start, idx)
             has = idx > self.group_start[g]
             out[found[has]] |= self.acc[idx[has] - 1]
@@ -422,16 +431,20 @@ def valid_column(header: str) -> str:
     return f"{header}.$valid"
 
 
-def _scalar_headers(rule: ast.Rule, spec: Spec | None) -> tuple[str, ...]:
-    """The scalar headers whose fields ``rule`` compares (without a spec: none, every row applies)."""
+def _scalar_headers(rule: ast.Rule, spec: Spec | None, known: dict[str, str | None]) -> tuple[str, ...]:
+    """The scalar headers whose fields ``rule`` compares (without a spec: none, every row applies).
+    ``known``: attribute name -> its scalar header or None, filled as rules are seen."""
     if spec is None:
         return ()
     out = set()
     for cmp in ast.comparisons(rule.filter):
-        header = cmp.attribute.name.split(".", 1)[0]
-        inst = spec.header(header)
-        if inst is not None and inst.stack_size is None:
-            out.add(header)
+        name = cmp.attribute.name
+        if name not in known:
+            header = name.split(".", 1)[0]
+            inst = spec.header(header)
+            known[name] = header if inst is not None and inst.stack_size is None else None
+        if known[name] is not None:
+            out.add(known[name])
     return tuple(sorted(out))
 
 
@@ -473,11 +486,11 @@ class GroundTruth:
     @classmethod
     def _build(cls, typed: TypedRules, space: PortSpace) -> "GroundTruth":
         groups: dict[tuple, list[_Term]] = {}
-        for rule in typed.rules:
-            if not rule.ports:
-                continue
-            needs = tuple(valid_column(h) for h in _scalar_headers(rule, typed.spec))
-            mask = space.mask(rule.ports)
+        rules = [rule for rule in typed.rules if rule.ports]
+        masks = space.masks([rule.ports for rule in rules])
+        headers: dict[str, str | None] = {}
+        for rule, mask in zip(rules, masks):
+            needs = tuple(valid_column(h) for h in _scalar_headers(rule, typed.spec, headers))
             for d in _disjuncts(rule.filter):
                 term = _term(d, typed.fields, mask)
                 if term is None:

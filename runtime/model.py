@@ -28,6 +28,7 @@ import numpy as np
 
 from compiler import ir, validity
 from compiler.errors import P4subError
+from runtime.batch import batch_rows
 from runtime.state import StateEngine
 
 
@@ -391,14 +392,6 @@ def _args_array(entries: list[ir.Entry]) -> np.ndarray | None:
     return np.array(rows, dtype=object).reshape(len(rows), width)
 
 
-def batch_rows(columns: Mapping[str, Sequence[int] | np.ndarray], rows: int | None) -> int:
-    """The number of rows of a batch of columns, which must agree with each other and with ``rows``."""
-    lengths = {len(c) for c in columns.values()} | ({rows} if rows is not None else set())
-    if len(lengths) > 1:
-        raise P4subError(f"a batch's columns and row count disagree: lengths {sorted(lengths)}")
-    return lengths.pop() if lengths else 0
-
-
 class Model:
     """A compiled Pipeline IR, ready to run batches of messages given as field columns."""
 
@@ -407,7 +400,7 @@ class Model:
         by_table: dict[str, list[ir.Entry]] = {t.name: [] for t in pipeline.tables}
         for e in pipeline.entries:
             by_table[e.table].append(e)
-        self.entries = by_table
+        self.entries: dict[str, list[ir.Entry]] | None = by_table  # None in a for_batches() copy
         self.tables = {t.name: t for t in pipeline.tables}
         self.actions = {a.name: a for a in pipeline.actions}
         self.compiled = {name: _compile_table(self.tables[name], es) for name, es in by_table.items()}
@@ -448,6 +441,23 @@ class Model:
 
     def set_groups(self, groups: Iterable[ir.MulticastGroup]) -> None:
         self.group_ports = {g.id: frozenset(g.ports) for g in groups}
+
+    def for_batches(self) -> "Model":
+        """A copy that runs batches (:meth:`run`) exactly as this model does, without the IR entries
+        and multicast groups its tables and groups were compiled from.
+
+        That IR is most of a pickled model (for 100k rules: 31,701 entries and 1.7M group ports,
+        half a second to unpickle in every process it is shipped to) and :meth:`run` never reads it:
+        replay broadcasts this copy to Spark's executors and caches it. :meth:`run_one`, which
+        traces the entries one message hits, needs a model built from the pipeline itself.
+        """
+        import copy
+        import dataclasses
+
+        slim = copy.copy(self)
+        slim.pipeline = dataclasses.replace(self.pipeline, entries=(), multicast_groups=())
+        slim.entries = None
+        return slim
 
     def reset_state(self) -> None:
         """Forget the counters (a switch that just started); a no-op for a stateless pipeline."""
@@ -547,7 +557,7 @@ class Model:
     def _apply(self, name: str, rows: np.ndarray, cols: dict[str, np.ndarray], res: Result) -> None:
         table = self.tables[name]
         ct = self.compiled[name]
-        if self.entries[name] and len(rows):
+        if len(self.action_code[name]) and len(rows):  # the table has entries
             key_cols = [(res.metadata[k.field] if k.field.startswith("meta.") else cols[k.field])[rows] for k in table.keys]
             hit_entry = _lookup_batch(ct, key_cols)
         else:
@@ -597,6 +607,8 @@ class Model:
 
         Validity as in :meth:`with_validity`; a packet that carries none of the queried headers goes
         through the default path, one without a guard header through no table."""
+        if self.entries is None:
+            raise P4subError("this copy of the model (Model.for_batches) runs batches only; run_one needs Model(pipeline)")
         values = {f: int(c[0]) for f, c in self.with_validity({f: [v] for f, v in values.items()}, 1).items()}
         meta = {m: 0 for m in self.meta_width}
         port, group, dropped = -1, 0, False

@@ -12,7 +12,7 @@ The work is split the Spark way, with everything heavy in numpy inside the tasks
 2. the model, the ground-truth index and the port numbering are built once on the driver and
    broadcast (:class:`~runtime.replay_partition.ReplayContext`); Python workers are reused, so
    each executor process unpickles them once;
-3. one Spark partition per range: ``mapInPandas`` hands each task its range, the task reads it
+3. one Spark task per range: the task reads it
    batch by batch through the spec's parse graph (:mod:`runtime.spec_trace`, the switch's own
    reading of the packets, for any protocol) and returns counters only
    (:func:`~runtime.replay_partition.replay_range`), so executor memory is one batch whatever
@@ -29,14 +29,12 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import pickle
 import sys
 import threading
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from apps import storage
 from apps.pcap import PcapRange
@@ -45,12 +43,11 @@ from compiler import spark_session as _spark
 from compiler.errors import P4subError
 from compiler.typecheck import TypedRules
 from compiler.spec import Spec
-from runtime.replay_partition import PartitionStats, ReplayContext, merge, replay_range
+from runtime.replay_partition import PartitionStats, ReplayContext, merge, replay_range, spec_name
 from runtime.replay_ports import PortSpace
 from runtime.replay_split import DEFAULT_RANGE_BYTES, TraceSplit, split_trace
 
 DEFAULT_BATCH_PACKETS = 1 << 15
-OUTPUT_SCHEMA = "part int, metric string, port int, value long"
 JOB_GROUP = "p4sub-replay"
 java_available = _spark.java_available  # kept here for callers that find it beside the replay
 
@@ -135,6 +132,11 @@ def _byte_progress(path: str):
 APPS = ("itch", "int")
 
 
+def app_spec_path(app_name: str) -> Path:
+    """The spec file of a shipped app (``apps/APP/APP.p4``)."""
+    return Path(__file__).resolve().parent.parent / "apps" / app_name / f"{app_name}.p4"
+
+
 def trace_spec(pipeline: ir.Pipeline, spec: Spec | None = None, app_name: str | None = None) -> tuple[Spec, str]:
     """The spec whose parser reads the traces, and its name for reports.
 
@@ -148,21 +150,21 @@ def trace_spec(pipeline: ir.Pipeline, spec: Spec | None = None, app_name: str | 
             raise P4subError(f"unknown app {app_name!r}; the shipped apps are {', '.join(APPS)} (or pass a spec)")
         from compiler.spec_reader import read_spec
 
-        spec = read_spec(Path(__file__).resolve().parent.parent / "apps" / app_name / f"{app_name}.p4")
+        spec = read_spec(app_spec_path(app_name))
     spec = spec or pipeline.spec
-    return spec, Path(spec.path).stem or "spec"
+    return spec, spec_name(spec)
 
 
-def _assemble(app_name: str, traces: list[TraceSplit], ctx: ReplayContext, stats: list[PartitionStats],
-              timings: dict[str, float], master: str, cores: int, typed: TypedRules) -> ReplayResult:
+def _assemble(traces: list[TraceSplit], ctx: ReplayContext, stats: list[PartitionStats],
+              timings: dict[str, float], master: str, cores: int) -> ReplayResult:
     stats = sorted(stats, key=lambda s: s.part)
     total = merge(stats, len(ctx.space.ports))
     for t in traces:
         for reason, n in t.file_damage:
             total.damage[reason] = total.damage.get(reason, 0) + n
     ranges = [r for t in traces for r in t.ranges]
-    return ReplayResult(app_name, [t.path for t in traces], ctx.space, total, stats, ranges, timings, master, cores,
-                        len(typed.rules), ctx.truth.describe())
+    return ReplayResult(ctx.app, [t.path for t in traces], ctx.space, total, stats, ranges, timings, master, cores,
+                        ctx.rules, ctx.truth.describe())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -175,16 +177,15 @@ def replay_local(pipeline: ir.Pipeline, typed: TypedRules, traces: Sequence[str 
                  batch_packets: int = DEFAULT_BATCH_PACKETS) -> ReplayResult:
     """The same ranges and tasks as :func:`replay`, run one after another in this process."""
     start = time.perf_counter()
-    spec, app_name = trace_spec(pipeline, spec, app_name)
-    ctx = ReplayContext.build(pipeline, typed, spec, batch_packets)
+    ctx = ReplayContext.build(pipeline, typed, trace_spec(pipeline, spec, app_name)[0], batch_packets)
     t_setup = time.perf_counter()
-    splits = split_traces(traces, 1, partitions, ordered=bool(pipeline.updates))
+    splits = split_traces(traces, 1, partitions, ordered=ctx.ordered)
     t_split = time.perf_counter()
     ranges = [r for s in splits for r in s.ranges]
     stats = [replay_range(ctx, r, i) for i, r in enumerate(ranges)]
     end = time.perf_counter()
     timings = {"setup": t_setup - start, "split": t_split - t_setup, "job": end - t_split, "wall": end - start}
-    return _assemble(app_name, splits, ctx, stats, timings, "in-process", 1, typed)
+    return _assemble(splits, ctx, stats, timings, "in-process", 1)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -203,22 +204,11 @@ def replay_session(master: str = "local[*]", conf: Mapping[str, str] | None = No
     return _spark.spark(master, conf, "p4sub replay")
 
 
-def _run_ranges(broadcast, frames: Iterator[Any]) -> Iterator[Any]:
-    """The ``mapInPandas`` function: each input row is one range; each output frame its counters."""
-    import pandas as pd
-
-    warnings.simplefilter("ignore", FutureWarning)
-    ctx: ReplayContext = broadcast.value
-    for frame in frames:
-        for part, blob in zip(frame["part"].tolist(), frame["range"].tolist()):
-            stats = replay_range(ctx, pickle.loads(blob), int(part))
-            rows = stats.to_rows(ctx.space)
-            yield pd.DataFrame({
-                "part": pd.Series([r[0] for r in rows], dtype="int32"),
-                "metric": pd.Series([r[1] for r in rows], dtype="object"),
-                "port": pd.Series([r[2] for r in rows], dtype="int32"),
-                "value": pd.Series([r[3] for r in rows], dtype="int64"),
-            })
+def _run_range(broadcast, item: tuple[int, PcapRange]) -> PartitionStats:
+    """The job's map function: one range in, its counters out (pickled back to the driver as they
+    are: a few kilobytes a task, so no DataFrame, Arrow or pandas is needed on either side)."""
+    part, rng = item
+    return replay_range(broadcast.value, rng, part)
 
 
 class _Progress(threading.Thread):
@@ -265,54 +255,62 @@ def replay(pipeline: ir.Pipeline, typed: TypedRules, traces: Sequence[str | os.P
     """Replay ``traces`` through ``pipeline`` on Spark and count deliveries against ``typed`` rules.
 
     ``spec``/``app_name``: how to read the traces (see :func:`trace_spec`; default: the pipeline's spec).
-    ``spark``: a session to use (else one is made for ``master``, see :func:`replay_session`).
+    ``spark``: a session (or a SparkContext) to use (else one is made for ``master``, see :func:`replay_session`).
     ``partitions``: how many ranges to cut the traces into (default: see :func:`plan_partitions`).
     ``progress``: report the driver's walk and finished partitions on stderr.
     """
     start = time.perf_counter()
-    spec, app_name = trace_spec(pipeline, spec, app_name)
-    ctx = ReplayContext.build(pipeline, typed, spec, batch_packets)
+    ctx = ReplayContext.build(pipeline, typed, trace_spec(pipeline, spec, app_name)[0], batch_packets)
+    built = time.perf_counter() - start
+    result = replay_context(ctx, traces, spark=spark, master=master, partitions=partitions, progress=progress)
+    result.timings["setup"] += built
+    result.timings["wall"] += built
+    return result
+
+
+def replay_context(ctx: ReplayContext, traces: Sequence[str | os.PathLike[str]], *, spark=None, master: str = "local[*]",
+                   partitions: int | None = None, progress: bool = False,
+                   splits: Sequence[TraceSplit] | None = None) -> ReplayResult:
+    """:func:`replay` for a :class:`ReplayContext` already built (``p4sub replay`` builds it while
+    Spark starts, or loads it: :mod:`runtime.replay_cache`). ``splits``: the traces already cut
+    (:func:`split_traces`), so ``timings["split"]`` is 0; the other arguments as :func:`replay`'s.
+    """
+    start = time.perf_counter()
     with contextlib.ExitStack() as stack:
         if spark is None:
             spark = stack.enter_context(replay_session(master))
-        sc = spark.sparkContext
+        sc = getattr(spark, "sparkContext", spark)  # a session, or a context alone (p4sub replay's)
         cores = sc.defaultParallelism
         t_ctx = time.perf_counter()
-        splits = split_traces(traces, cores, partitions, progress, ordered=bool(pipeline.updates))
+        if splits is None:
+            splits = split_traces(traces, cores, partitions, progress, ordered=ctx.ordered)
+        splits = list(splits)
         t_split = time.perf_counter()
         ranges = [r for s in splits for r in s.ranges]
         broadcast = sc.broadcast(ctx)
         t_setup = time.perf_counter()
         try:
-            stats = _run_job(spark, broadcast, ranges, ctx.space, progress) if ranges else []
+            stats = _run_job(sc, broadcast, ranges, progress) if ranges else []
         finally:
             broadcast.unpersist()
         end = time.perf_counter()
         timings = {"setup": (t_ctx - start) + (t_setup - t_split), "split": t_split - t_ctx, "job": end - t_setup,
                    "wall": end - start}
-        return _assemble(app_name, splits, ctx, stats, timings, sc.master, cores, typed)
+        return _assemble(splits, ctx, stats, timings, sc.master, cores)
 
 
-def _run_job(spark, broadcast, ranges: list[PcapRange], space: PortSpace, progress: bool) -> list[PartitionStats]:
+def _run_job(sc, broadcast, ranges: list[PcapRange], progress: bool) -> list[PartitionStats]:
     from functools import partial
 
-    sc = spark.sparkContext
-    rows = [(i, pickle.dumps(r)) for i, r in enumerate(ranges)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        frame = spark.createDataFrame(sc.parallelize(rows, len(rows)), "part int, range binary")
-        sc.setJobGroup(JOB_GROUP, f"p4sub replay of {len(ranges)} ranges")
-        reporter = _Progress(sc, len(ranges)) if progress else None
+    items = list(enumerate(ranges))
+    sc.setJobGroup(JOB_GROUP, f"p4sub replay of {len(ranges)} ranges")
+    reporter = _Progress(sc, len(ranges)) if progress else None
+    if reporter:
+        reporter.start()
+    try:
+        with _spark.spark_errors("the replay job", sc):
+            return sc.parallelize(items, len(items)).map(partial(_run_range, broadcast)).collect()
+    finally:
         if reporter:
-            reporter.start()
-        try:
-            with _spark.spark_errors("the replay job", spark):
-                collected = frame.mapInPandas(partial(_run_ranges, broadcast), OUTPUT_SCHEMA).collect()
-        finally:
-            if reporter:
-                reporter.finish()
-            sc.setLocalProperty("spark.jobGroup.id", None)
-    by_part: dict[int, list[tuple[str, int, int]]] = {i: [] for i in range(len(ranges))}
-    for row in collected:
-        by_part[row.part].append((row.metric, row.port, row.value))
-    return [PartitionStats.from_rows(part, items, space) for part, items in by_part.items()]
+            reporter.finish()
+        sc.setLocalProperty("spark.jobGroup.id", None)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable
 
 import numpy as np
@@ -37,7 +38,8 @@ PORT_METRICS = (
     "delivered_packets", "wanted_packets", "fp_packets", "fn_packets", "fp_packet_bytes", "delivered_packet_bytes",
 )
 
-SCALARS = ("packets", "messages", "rows", "rows_with_delivery", "decode_ns", "model_ns", "truth_ns", "count_ns", "wall_ns")
+SCALARS = ("packets", "messages", "rows", "rows_with_delivery", "decode_ns", "model_ns", "truth_ns", "count_ns", "wall_ns",
+           "cpu_ns")
 
 
 def pipeline_ports(pipeline: ir.Pipeline) -> set[int]:
@@ -57,6 +59,11 @@ def pipeline_ports(pipeline: ir.Pipeline) -> set[int]:
     return ports
 
 
+def spec_name(spec: Spec) -> str:
+    """A spec's name in reports: its file's name without ``.p4``."""
+    return Path(spec.path).stem or "spec"
+
+
 @dataclass
 class ReplayContext:
     """Everything a task needs, built once on the driver and shipped to executors."""
@@ -68,24 +75,28 @@ class ReplayContext:
     batch_packets: int
     port_masks: np.ndarray  # (max port + 1, words)
     group_masks: np.ndarray  # (max group id + 1, words)
+    app: str = "spec"  # the trace spec's name, for reports
+    rules: int = 0  # how many rules the ground truth holds
+    ordered: bool = False  # a stateful pipeline: each trace is replayed in order by one task
 
     @classmethod
     def build(cls, pipeline: ir.Pipeline, typed: TypedRules, spec: Spec | None = None,
               batch_packets: int = 1 << 15) -> "ReplayContext":
         """``spec``: whose parser reads the traces (default: the one the pipeline was compiled against)."""
+        spec = spec or pipeline.spec
         space = PortSpace.of(pipeline_ports(pipeline) | rule_ports(typed))
         truth = GroundTruth.build(typed, space)
-        model = Model(pipeline)
-        reader = SpecReader(spec or pipeline.spec, list(model.inputs) + list(truth.fields))
+        model = Model(pipeline).for_batches()  # shipped to every executor and cached: no IR entries
+        reader = SpecReader(spec, list(model.inputs) + list(truth.fields))
         top_port = max(space.ports, default=0)
         port_masks = np.zeros((top_port + 1, space.words), dtype=np.uint64)
-        for p in space.ports:
-            port_masks[p] = space.mask([p])
-        top_group = max((g.id for g in pipeline.multicast_groups), default=0)
+        port_masks[list(space.ports)] = space.masks([(p,) for p in space.ports])
+        groups = pipeline.multicast_groups
+        top_group = max((g.id for g in groups), default=0)
         group_masks = np.zeros((top_group + 1, space.words), dtype=np.uint64)
-        for g in pipeline.multicast_groups:
-            group_masks[g.id] = space.mask(g.ports)
-        return cls(model, truth, space, reader, batch_packets, port_masks, group_masks)
+        group_masks[[g.id for g in groups]] = space.masks([g.ports for g in groups])
+        return cls(model, truth, space, reader, batch_packets, port_masks, group_masks, spec_name(spec),
+                   len(typed.rules), bool(pipeline.updates))
 
     def delivered(self, result: Result) -> np.ndarray:
         """The model's verdicts as masks, with :meth:`Result.ports_of`'s reading: a multicast group
@@ -122,34 +133,6 @@ class PartitionStats:
     @classmethod
     def empty(cls, part: int, n_ports: int) -> "PartitionStats":
         return cls(part, {k: 0 for k in SCALARS}, {m: np.zeros(n_ports, dtype=np.int64) for m in PORT_METRICS})
-
-    # -- long format, for Spark rows ------------------------------------------------------------
-    def to_rows(self, space: PortSpace) -> list[tuple[int, str, int, int]]:
-        """``(part, metric, port, value)``; port -1 for scalars, damage (``damage:reason``), skips and
-        parse statuses (``status:name``)."""
-        rows = [(self.part, k, -1, int(v)) for k, v in self.scalars.items()]
-        rows += [(self.part, f"damage:{k}", -1, int(v)) for k, v in self.damage.items()]
-        rows += [(self.part, f"skipped:{k}", -1, int(v)) for k, v in self.skipped.items()]
-        rows += [(self.part, f"status:{k}", -1, int(v)) for k, v in self.statuses.items()]
-        for m, arr in self.ports.items():
-            rows += [(self.part, m, p, int(v)) for p, v in zip(space.ports, arr.tolist()) if v]
-        return rows
-
-    @classmethod
-    def from_rows(cls, part: int, rows: Iterable[tuple[str, int, int]], space: PortSpace) -> "PartitionStats":
-        out = cls.empty(part, len(space.ports))
-        for metric, port, value in rows:
-            if metric.startswith("damage:"):
-                out.damage[metric[7:]] = out.damage.get(metric[7:], 0) + value
-            elif metric.startswith("skipped:"):
-                out.skipped[metric[8:]] = out.skipped.get(metric[8:], 0) + value
-            elif metric.startswith("status:"):
-                out.statuses[metric[7:]] = out.statuses.get(metric[7:], 0) + value
-            elif port < 0:
-                out.scalars[metric] = out.scalars.get(metric, 0) + value
-            else:
-                out.ports[metric][space.bit(port)] += value
-        return out
 
 
 def _packet_starts(packet_index: np.ndarray) -> np.ndarray:
@@ -221,7 +204,7 @@ def count_batch(ctx: ReplayContext, batch: dict[str, np.ndarray], stats: Partiti
 
 def replay_range(ctx: ReplayContext, rng: PcapRange, part: int) -> PartitionStats:
     """Read, run and count one range of a trace."""
-    start = time.perf_counter_ns()
+    start, cpu = time.perf_counter_ns(), time.thread_time_ns()  # CPU: how much of the wall time a core gave
     stats = PartitionStats.empty(part, len(ctx.space.ports))
     # A stateful pipeline's range is a whole trace (runtime.replay: ordered), read from its start
     # by a switch that just started.
@@ -241,6 +224,7 @@ def replay_range(ctx: ReplayContext, rng: PcapRange, part: int) -> PartitionStat
     stats.scalars["messages"] = source.messages_read
     stats.scalars["decode_ns"] = decode_ns
     stats.scalars["wall_ns"] = time.perf_counter_ns() - start
+    stats.scalars["cpu_ns"] = time.thread_time_ns() - cpu
     stats.damage = dict(source.damage.counts)
     stats.skipped = dict(source.skipped.counts)
     stats.statuses = dict(source.statuses)

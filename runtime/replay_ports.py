@@ -9,7 +9,7 @@ many bytes went to port p" for every port is then one unpack of the bits per blo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Collection, Iterable, Sequence
 
 import numpy as np
 
@@ -47,6 +47,17 @@ class PortSpace:
         for p in ports:
             i = self._index[int(p)]
             out[i // 64] |= np.uint64(1) << np.uint64(i % 64)
+        return out
+
+    def masks(self, sets: Sequence[Collection[int]]) -> np.ndarray:
+        """Many port sets at once, as ``(len(sets), words)`` masks: one numpy pass for all of them
+        (a rule file or a pipeline's multicast groups hold tens of thousands of sets)."""
+        out = self.empty(len(sets))
+        lengths = np.fromiter((len(s) for s in sets), dtype=np.int64, count=len(sets))
+        index = self._index
+        bits = np.fromiter((index[int(p)] for s in sets for p in s), dtype=np.int64, count=int(lengths.sum()))
+        rows = np.repeat(np.arange(len(sets), dtype=np.int64), lengths)
+        np.bitwise_or.at(out, (rows, bits >> 6), np.left_shift(np.uint64(1), (bits & 63).astype(np.uint64)))
         return out
 
     def empty(self, rows: int) -> np.ndarray:

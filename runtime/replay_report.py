@@ -1,16 +1,18 @@
 """What a replay tells its user: ``summary.json``, a table on stdout and three plots.
 
 The numbers come from :class:`runtime.replay.ReplayResult`; nothing here recomputes them. Rates
-are named for what they divide: *end to end* divides by the time from the first byte read to the
-last counter collected (cutting the traces and the Spark job; building the model is ``setup``);
-*pipeline* divides by the time spent inside the reference model only, summed over tasks, which
-is a per-core figure (times the cores for the whole cluster's).
+are named for what they divide: *end to end* divides by the whole command's wall time, from the
+process's start to the report written (``p4sub replay`` adds it, with its stages, as
+``command``); *job* by the time from the first byte read to the last counter collected (cutting
+the traces and the Spark job); *pipeline* by the time spent inside the reference model only,
+summed over tasks, which is a per-core figure (times the cores for the whole cluster's).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -64,14 +66,15 @@ def summary(result: ReplayResult) -> dict[str, Any]:
         "parse_statuses": dict(sorted(t.statuses.items())),
         "totals": totals,
         "throughput": {
-            "end_to_end_messages_per_s": _rate(s["messages"], streamed),
-            "end_to_end_rows_per_s": _rate(s["rows"], streamed),
+            "job_messages_per_s": _rate(s["messages"], streamed),
+            "job_rows_per_s": _rate(s["rows"], streamed),
             "pipeline_rows_per_s_per_core": _rate(s["rows"], model_s),
             "pipeline_messages_per_s_per_core": _rate(s["messages"], model_s),
             "pipeline_rows_per_s_all_cores": _rate(s["rows"], model_s) * min(result.cores, max(1, len(result.partitions))),
         },
         "timings_s": {**{k: round(v, 6) for k, v in result.timings.items()},
-                      **{f"tasks_{k[:-3]}": s[k] / 1e9 for k in ("decode_ns", "model_ns", "truth_ns", "count_ns", "wall_ns")}},
+                      **{f"tasks_{k[:-3]}": s[k] / 1e9 for k in ("decode_ns", "model_ns", "truth_ns", "count_ns", "wall_ns",
+                                                                        "cpu_ns")}},
         "ports": ports,
         "partition_detail": parts,
         "ground_truth_families": result.families,
@@ -85,6 +88,15 @@ def _si(x: float) -> str:
     return f"{x:.0f}"
 
 
+def _whole_command(data: dict[str, Any]) -> list[str]:
+    command = data.get("command")
+    if not command:
+        return []
+    stages = ", ".join(f"{k} {v:.1f}" for k, v in command["stages_s"].items())
+    return [f"end to end {_si(command['messages_per_s'])} messages/s: the whole command, {command['seconds']:.1f} s "
+            f"({stages}; Spark's start, overlapping rules and index: {command['spark_start_s']:.1f} s)"]
+
+
 def text_table(data: dict[str, Any]) -> str:
     """The short table printed on stdout."""
     th = data["throughput"]
@@ -92,7 +104,8 @@ def text_table(data: dict[str, Any]) -> str:
         f"replayed {data['messages']:,} messages ({data['rows']:,} rows for the pipeline) in {data['packets']:,} packets "
         f"from {len(data['traces'])} trace(s); {data['damaged']:,} damaged spot(s) skipped; parser: "
         + (", ".join(f"{n:,} {k}" for k, n in data["parse_statuses"].items()) or "no packet"),
-        f"end to end {_si(th['end_to_end_messages_per_s'])} messages/s on {data['master']} ({data['partitions']} partitions); "
+        *_whole_command(data),
+        f"job {_si(th['job_messages_per_s'])} messages/s on {data['master']} ({data['partitions']} partitions); "
         f"pipeline alone {_si(th['pipeline_rows_per_s_per_core'])} rows/s per core "
         f"({_si(th['pipeline_messages_per_s_per_core'])} messages/s)",
         "",
@@ -116,6 +129,14 @@ def text_table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+MAX_TICKS = 50
+
+
+def _width(bars: int, inches: float) -> float:
+    """Figure width: room for each bar up to a screen's width (beyond it, bars get thinner)."""
+    return min(20.0, max(6.0, inches * bars + 2))
+
+
 def plot(data: dict[str, Any], out_dir: Path) -> list[Path]:
     """Deliveries per port, false-positive rate per port, throughput per partition (PNG, Agg)."""
     import matplotlib
@@ -124,16 +145,18 @@ def plot(data: dict[str, Any], out_dir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     ports = [p for p in data["ports"] if p["delivered"] or p["wanted"]]
-    labels = [str(p["port"]) for p in ports]
     x = np.arange(len(ports))
+    # At most MAX_TICKS port labels: laying out hundreds of rotated labels was most of the plots' time.
+    step = max(1, -(-len(ports) // MAX_TICKS))
+    ticks, labels = x[::step], [str(p["port"]) for p in ports[::step]]
     paths = []
 
-    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(ports) + 2), 4))
+    fig, ax = plt.subplots(figsize=(_width(len(ports), 0.35), 4))
     width = 0.4
     ax.bar(x - width / 2, [p["wanted"] for p in ports], width, label="wanted", color="#4c72b0")
     ax.bar(x + width / 2, [p["delivered"] for p in ports], width, label="delivered", color="#55a868")
     ax.bar(x + width / 2, [p["false_positives"] for p in ports], width, label="false positives", color="#c44e52")
-    ax.set_xticks(x, labels, rotation=90 if len(ports) > 24 else 0)
+    ax.set_xticks(ticks, labels, rotation=90 if len(ticks) > 24 else 0)
     ax.set_xlabel("port")
     ax.set_ylabel("messages")
     ax.set_title("Deliveries per port")
@@ -143,10 +166,10 @@ def plot(data: dict[str, Any], out_dir: Path) -> list[Path]:
     fig.savefig(paths[-1], dpi=100)
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(ports) + 2), 4))
+    fig, ax = plt.subplots(figsize=(_width(len(ports), 0.35), 4))
     ax.bar(x, [100 * p["fp_rate"] for p in ports], color="#c44e52", label="messages")
     ax.plot(x, [100 * p["fp_packet_rate"] for p in ports], "k.", label="packets")
-    ax.set_xticks(x, labels, rotation=90 if len(ports) > 24 else 0)
+    ax.set_xticks(ticks, labels, rotation=90 if len(ticks) > 24 else 0)
     ax.set_xlabel("port")
     ax.set_ylabel("false positives (% of delivered)")
     ax.set_title("False-positive rate per port")
@@ -157,7 +180,7 @@ def plot(data: dict[str, Any], out_dir: Path) -> list[Path]:
     plt.close(fig)
 
     parts = data["partition_detail"]
-    fig, ax = plt.subplots(figsize=(max(6, 0.3 * len(parts) + 2), 4))
+    fig, ax = plt.subplots(figsize=(_width(len(parts), 0.3), 4))
     px = np.arange(len(parts))
     ax.bar(px, [p["messages_per_s"] / 1e6 for p in parts], color="#4c72b0", label="task, end to end")
     ax.plot(px, [p["pipeline_rows_per_s"] / 1e6 for p in parts], "o", color="#dd8452", label="pipeline alone (rows)")
@@ -172,12 +195,37 @@ def plot(data: dict[str, Any], out_dir: Path) -> list[Path]:
     return paths
 
 
-def write_report(result: ReplayResult, out_dir: str | os.PathLike[str], plots: bool = True) -> dict[str, Any]:
-    """Write ``summary.json`` (and the plots) into ``out_dir``; return the summary."""
+class Plotting:
+    """matplotlib imported on a thread (about a second), started before the replay job so that
+    the report does not wait for it; :func:`write_report` joins it before plotting."""
+
+    def __init__(self) -> None:
+        self._thread = threading.Thread(target=self._load, name="p4sub-import-matplotlib", daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _load() -> None:
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot  # noqa: F401
+        except Exception:  # plot() imports it again in the caller's thread and fails there
+            pass
+
+    def ready(self) -> None:
+        self._thread.join()
+
+
+def write_report(result: ReplayResult, out_dir: str | os.PathLike[str], plots: bool | Plotting = True) -> dict[str, Any]:
+    """Write ``summary.json`` (and the plots, unless ``plots`` is False) into ``out_dir``; return the
+    summary. ``plots``: a :class:`Plotting` started earlier, or True."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     data = summary(result)
     (out / "summary.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    if isinstance(plots, Plotting):
+        plots.ready()
     if plots:
         plot(data, out)
     return data

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -45,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting; repeatable")
     p.add_argument("--report", metavar="DIR", help="write summary.json and PNG plots into DIR")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--no-cache", action="store_true",
+                   help="build the model and ground-truth index from the files even when a cached one matches "
+                        "(runtime/replay_cache.py; ~/.cache/p4sub/replay)")
     p.set_defaults(func=run)
 
 
@@ -66,8 +70,6 @@ def trace_spec(args: argparse.Namespace, pipeline: ir.Pipeline) -> Spec:
     """The spec ``--spec`` or ``--app`` names, else the pipeline's."""
     from runtime.replay import trace_spec as resolve
 
-    if args.spec and args.app:
-        raise P4subError("--spec and --app both name the trace format; give one")
     if args.spec:
         from compiler.spec_reader import read_spec
 
@@ -75,71 +77,146 @@ def trace_spec(args: argparse.Namespace, pipeline: ir.Pipeline) -> Spec:
     return resolve(pipeline, None, args.app)[0]
 
 
-def typed_rules(args: argparse.Namespace, pipeline: ir.Pipeline, spec: Spec | None = None) -> TypedRules:
+def rules_path(args: argparse.Namespace) -> str:
+    """``--rules``, else the rules ``OUT/sources.json`` records; a P4subError when there are none."""
     out = Path(args.out)
     recorded = sources(out) if out.is_dir() else {}
-    rules_path = args.rules or recorded.get("rules")
-    if not rules_path:
+    path = args.rules or recorded.get("rules")
+    if not path:
         raise P4subError("replay needs the rules the pipeline was compiled from, as ground truth: pass --rules RULES"
                          f" (or record them in {out / 'sources.json'})")
+    return path
+
+
+def typed_rules(args: argparse.Namespace, pipeline: ir.Pipeline, spec: Spec | None = None) -> TypedRules:
+    path = rules_path(args)
     if spec is None:
         spec = pipeline.spec
         if getattr(args, "spec", None):
             from compiler.spec_reader import read_spec
 
             spec = read_spec(args.spec)
-    return check_rules(read_rules(rules_path), spec)
+    return check_rules(read_rules(path), spec)
+
+
+def context_key(args: argparse.Namespace) -> str:
+    """The :mod:`runtime.replay_cache` key of the context these arguments build."""
+    from runtime.replay import app_spec_path
+    from runtime.replay_cache import key
+
+    out = Path(args.out)
+    pipeline_json = out / "pipeline.json" if out.is_dir() else out
+    if args.spec:
+        spec_files, label = [args.spec], f"--spec {Path(args.spec).resolve()}"
+    elif args.app:
+        spec_files, label = [app_spec_path(args.app)], f"--app {args.app}"
+    else:
+        spec_files, label = [], ""
+    return key(pipeline_json, rules_path(args), spec_files, label, args.batch_packets)
+
+
+#: What the replay's tasks import: loaded by the executors' Python workers while the driver
+#: still reads the rules (:class:`compiler.spark_session.SessionStart`).
+WORKER_MODULES = ("runtime.replay", "runtime.replay_partition")
 
 
 def run(args: argparse.Namespace) -> int:
     from apps import storage
     from apps.pcap import require_packets
-    from compiler.spark_session import parse_conf
-    from runtime.replay import replay, replay_session
-    from runtime.replay_report import summary, text_table, write_report
+    from compiler.cli.compile_update import bulk_objects
+    from compiler.spark_session import SessionStart, local_parallelism, parse_conf
+    from runtime import replay_cache
+    from runtime.replay import replay_context, split_traces
+    from runtime.replay_partition import ReplayContext
+    from runtime.replay_report import Plotting, summary, text_table, write_report
 
     if args.partitions is not None and args.partitions < 1:
         raise P4subError("--partitions must be at least 1")
     if args.batch_packets < 1:
         raise P4subError("--batch-packets must be at least 1")
-    for trace in args.trace:  # a missing trace or a FIFO is said now, not after Spark has started
-        if not storage.is_url(trace):  # a URL's store is asked below (storage.file_size)
+    if args.spec and args.app:
+        raise P4subError("--spec and --app both name the trace format; give one")
+    conf = parse_conf(args.conf)
+    # Whatever can be found wrong quickly is said now, not after Spark has started: a missing
+    # trace or a FIFO, an unreachable store, no rules, a damaged pipeline.json.
+    for trace in args.trace:
+        if not storage.is_url(trace):
             check_regular(trace, "trace")
+        storage.file_size(trace)
+        require_packets(trace)  # an empty trace is refused, not replayed as "0 messages"
+    check_regular(rules_path(args), "rule file")
     stages: dict[str, float] = {"start": process_age()}  # the interpreter and imports, before run()
-    clock = time.perf_counter()
+    clock, cpu_clock = time.perf_counter(), time.process_time()
+    cpu: dict[str, float] = {"start": cpu_clock}  # the driver's CPU seconds (all its threads) per stage
 
     def lap(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
+        nonlocal clock, cpu_clock
+        now, cpu_now = time.perf_counter(), time.process_time()
         stages[name] = stages.get(name, 0.0) + now - clock
-        clock = now
+        cpu[name] = cpu.get(name, 0.0) + cpu_now - cpu_clock
+        clock, cpu_clock = now, cpu_now
 
-    pipeline = ir.load(args.out)
-    spec = trace_spec(args, pipeline)
-    typed = typed_rules(args, pipeline, spec)
-    for trace in args.trace:  # a missing file, an unreachable store or no packets is reported before Spark starts
-        storage.file_size(trace)
-        require_packets(trace)
+    # A context built before from the same pipeline, rules, spec and p4sub is loaded instead of
+    # built again (runtime.replay_cache); the key hashes the files, so this costs milliseconds.
+    cache_key = None if args.no_cache else context_key(args)
+    cached = bool(cache_key) and replay_cache.has(cache_key)
     lap("rules")
-    with replay_session(args.master, parse_conf(args.conf)) as spark:
-        lap("session")
-        result = replay(pipeline, typed, args.trace, spec=spec, spark=spark, partitions=args.partitions,
-                        batch_packets=args.batch_packets, progress=not args.quiet)
-        lap("replay")
-    lap("session")  # stopping Spark
+    with bulk_objects():  # no garbage collection while 100k-rule structures are built
+        # Without a cached context, pipeline.json is read before Spark starts (a damaged one is said
+        # at once, as the other inputs above).
+        pipeline = None if cached else ir.load(args.out)
+        lap("rules")
+        # Spark (the JVM, then a Python worker per core) comes up on a thread while this one reads
+        # the rules and builds the model and the ground-truth index: seconds each, in other processes.
+        starting = SessionStart(args.master, conf, "p4sub replay", warm=WORKER_MODULES, sql=False)
+        try:
+            context = replay_cache.load(cache_key) if cached else None
+            lap("index")
+            if context is None:
+                pipeline = pipeline or ir.load(args.out)
+                spec = trace_spec(args, pipeline)
+                typed = typed_rules(args, pipeline, spec)
+                lap("rules")
+                context = ReplayContext.build(pipeline, typed, spec, args.batch_packets)
+                if cache_key:
+                    replay_cache.store(cache_key, context)
+            lap("index")
+            cores = local_parallelism(args.master, conf)  # known before Spark is up: cut the traces now
+            splits = split_traces(args.trace, cores, args.partitions, not args.quiet,
+                                  ordered=context.ordered) if cores else None
+            lap("split")
+            plotting = Plotting() if args.report else None  # imports matplotlib while Spark starts or the job runs
+            spark = starting.result()
+            lap("session")  # what was left of Spark's start once the driver was ready
+            result = replay_context(context, args.trace, spark=spark, partitions=args.partitions,
+                                    progress=not args.quiet, splits=splits)
+            lap("replay")
+        except BaseException:
+            starting.stop()
+            raise
+    stopping = threading.Thread(target=starting.stop, name="p4sub-spark-stop")  # while the report is written
+    stopping.start()
     replayed = stages.pop("replay")
-    stages.update(index=result.timings["setup"], split=result.timings["split"], job=result.timings["job"])
-    stages["driver"] = max(0.0, replayed - result.timings["wall"])
-    data = write_report(result, args.report) if args.report else summary(result)
+    stages["split"] += result.timings["split"]
+    stages["job"] = result.timings["job"]
+    stages["driver"] = max(0.0, replayed - result.timings["split"] - result.timings["job"])
+    data = write_report(result, args.report, plotting) if args.report else summary(result)
     lap("report")
+    stopping.join()
+    lap("stop")
+    order = ("start", "rules", "index", "session", "split", "job", "driver", "report", "stop")
+    stages = {k: stages[k] for k in order}
     total = sum(stages.values())
     data["command"] = {"seconds": round(total, 3), "messages_per_s": round(data["messages"] / total) if total else 0,
-                       "stages_s": {k: round(v, 3) for k, v in stages.items()}}
+                       "stages_s": {k: round(v, 3) for k, v in stages.items()},
+                       "spark_start_s": round(starting.seconds or 0.0, 3),
+                       "driver_cpu_s": round(time.process_time(), 3),
+                       "driver_cpu_stages_s": {k: round(v, 3) for k, v in cpu.items()},
+                       "load_average": list(os.getloadavg())}
+    data["throughput"]["end_to_end_messages_per_s"] = data["messages"] / total if total else 0.0
     if args.report:
         (Path(args.report) / "summary.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(text_table(data))
-    print(f"whole command {data['messages']:,} messages in {total:.1f} s = {data['command']['messages_per_s']:,} "
-          "messages/s (" + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items()) + ")")
     if args.report:
         print(f"wrote {Path(args.report) / 'summary.json'} and plots", file=sys.stderr)
     return 0 if result.exact else 1

@@ -112,3 +112,14 @@ def test_a_spark_url_where_no_master_answers_is_a_user_error_at_once() -> None:
     with pytest.raises(P4subError, match="expected spark://HOST:PORT"):
         spark_session._check_master("spark://nohost")
     spark_session._check_master("local[2]")  # nothing to check
+
+
+def test_local_parallelism_is_known_before_spark_starts_for_local_masters_only() -> None:
+    import os
+
+    from compiler.spark_session import local_parallelism
+
+    assert local_parallelism("local[2]") == 2 and local_parallelism("local") == 1 and local_parallelism("local[3,4]") == 3
+    assert local_parallelism("local[*]") == (os.cpu_count() or 1)
+    assert local_parallelism("local[2]", {"spark.default.parallelism": "6"}) == 6
+    assert local_parallelism("spark://127.0.0.1:7077") is None and local_parallelism("yarn") is None

@@ -29,6 +29,22 @@ int_hop.queue_occupancy >= 2000 or int_hop.switch_id == 11 : fwd(6, 7);
 """
 
 
+@pytest.fixture(scope="session", autouse=True)
+def replay_cache_dir(tmp_path_factory):
+    """``p4sub replay`` keeps contexts under P4SUB_CACHE_DIR (runtime.replay_cache): a temporary one
+    for the tests and the p4sub processes they start, not the user's ~/.cache."""
+    import os
+
+    path = tmp_path_factory.mktemp("p4sub-cache")
+    saved = os.environ.get("P4SUB_CACHE_DIR")
+    os.environ["P4SUB_CACHE_DIR"] = str(path)
+    yield path
+    if saved is None:
+        os.environ.pop("P4SUB_CACHE_DIR", None)
+    else:
+        os.environ["P4SUB_CACHE_DIR"] = saved
+
+
 @pytest.fixture(scope="session")
 def spark():
     """A local[2] session shared by every Spark test (starting one costs tens of seconds)."""

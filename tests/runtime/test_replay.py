@@ -257,7 +257,7 @@ def test_spark_damaged_packets_are_read_as_the_switch_parser_reads_them(spark, i
 
 
 @pytest.mark.spark
-def test_cli_replay_writes_the_report(spark, itch_feed, tmp_path, capsys) -> None:
+def test_cli_replay_writes_the_report(spark, itch_feed, tmp_path, capsys, replay_cache_dir) -> None:
     from compiler.cli import main
 
     rules = tmp_path / "itch.sub"
@@ -273,6 +273,20 @@ def test_cli_replay_writes_the_report(spark, itch_feed, tmp_path, capsys) -> Non
     summary = json.loads((tmp_path / "report" / "summary.json").read_text())
     assert summary["partitions"] == 3 and summary["totals"]["false_positives"] == 0
     assert not spark.sparkContext._jsc.sc().isStopped()  # the shared session was reused, not stopped
+    stages = summary["command"]["stages_s"]
+    assert set(stages) == {"start", "rules", "index", "session", "split", "job", "driver", "report", "stop"}
+    assert summary["command"]["seconds"] == pytest.approx(sum(stages.values()), abs=0.01)
+    assert printed.splitlines()[1].startswith("end to end ") and "the whole command" in printed.splitlines()[1]
+
+    # Again: the context comes from the cache (runtime.replay_cache), and counts the same.
+    entries = list((replay_cache_dir / "replay").glob("*.pickle"))
+    assert len(entries) == 1
+    assert main(["replay", str(out), "--trace", str(itch_feed), "--rules", str(rules), "--partitions", "3",
+                 "--report", str(tmp_path / "again"), "--quiet"]) == 0
+    again = json.loads((tmp_path / "again" / "summary.json").read_text())
+    assert list((replay_cache_dir / "replay").glob("*.pickle")) == entries
+    assert {k: again[k] for k in ("totals", "ports", "messages", "rules", "app")} == \
+        {k: summary[k] for k in ("totals", "ports", "messages", "rules", "app")}
 
 
 def test_cli_replay_without_rules_is_a_user_error(itch_compiled, itch_feed, tmp_path, capsys) -> None:
@@ -309,19 +323,76 @@ def test_replay_with_a_spec_that_lacks_the_pipelines_fields_is_a_user_error(itch
         replay_local(itch_compiled.pipeline, itch_compiled.typed, [itch_feed], spec=int_spec)
 
 
-def test_cli_replay_refuses_an_empty_trace_before_spark_starts(itch_compiled, tmp_path, capsys) -> None:
+def test_cli_replay_refuses_an_empty_trace_before_spark_starts(itch_compiled, tmp_path, capsys, monkeypatch) -> None:
     """As netsim does (tests/runtime/test_netsim.py): "0 messages replayed, exact" would be a lie."""
     import struct
-    import time
 
+    from compiler import spark_session
     from compiler.cli import main
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("Spark was started for an empty trace")
+
+    monkeypatch.setattr(spark_session, "SessionStart", no_spark)
 
     ir.save(itch_compiled.pipeline, tmp_path / "pipeline.json")
     rules = tmp_path / "r.sub"
     rules.write_text(ITCH_RULES)
     trace = tmp_path / "empty.pcap"
     trace.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-    started = time.monotonic()
     assert main(["replay", str(tmp_path), "--trace", str(trace), "--rules", str(rules), "--master", "local[1]"]) == 2
-    assert time.monotonic() - started < 5  # no Spark session was started for it
     assert f"{trace}: holds no packets" in capsys.readouterr().err
+
+
+def test_cached_context_counts_what_a_built_one_counts(itch_compiled, itch_spec, itch_feed, tmp_path, monkeypatch) -> None:
+    from runtime import replay_cache
+    from runtime.replay import split_traces
+    from runtime.replay_partition import ReplayContext, replay_range
+
+    monkeypatch.setenv("P4SUB_CACHE_DIR", str(tmp_path))
+    built = ReplayContext.build(itch_compiled.pipeline, itch_compiled.typed, itch_spec)
+    replay_cache.store("k", built)
+    loaded = replay_cache.load("k")
+    assert loaded is not None and (loaded.app, loaded.rules, loaded.ordered) == ("itch", len(itch_compiled.typed.rules), False)
+    rng = split_traces([itch_feed], 1)[0].ranges[0]
+    a, b = replay_range(built, rng, 0), replay_range(loaded, rng, 0)
+    assert all(np.array_equal(a.ports[m], b.ports[m]) for m in PORT_METRICS) and a.ports["delivered"].any()
+    (tmp_path / "replay" / "k.pickle").write_bytes(b"not a pickle")
+    assert replay_cache.load("k") is None  # a damaged entry is built again, not an error
+    assert replay_cache.load("absent") is None
+
+
+def test_context_cache_key_changes_with_every_input(tmp_path) -> None:
+    from runtime.replay_cache import key
+
+    pipeline, rules, spec = tmp_path / "pipeline.json", tmp_path / "r.sub", tmp_path / "s.p4"
+    pipeline.write_text("{}")
+    rules.write_text("a.b == 1 : fwd(1);")
+    spec.write_text("header")
+    base = key(pipeline, rules, [], "", 64)
+    assert key(pipeline, rules, [], "", 64) == base
+    assert key(pipeline, rules, [], "", 65) != base
+    assert key(pipeline, rules, [spec], "--spec s.p4", 64) != base
+    rules.write_text("a.b == 2 : fwd(1);")
+    assert key(pipeline, rules, [], "", 64) != base
+    rules.write_text("a.b == 1 : fwd(1);")
+    pipeline.write_text("{ }")
+    assert key(pipeline, rules, [], "", 64) != base
+
+
+def test_model_for_batches_runs_as_the_model_without_its_ir(itch_compiled, itch_spec, itch_feed) -> None:
+    """What replay ships and caches: the same verdicts, a smaller pickle, and no run_one."""
+    import pickle
+
+    from compiler.errors import P4subError
+
+    full = Model(itch_compiled.pipeline)
+    slim = full.for_batches()
+    columns = read_trace(itch_feed, itch_spec, full.inputs)
+    a, b = full.run(columns), slim.run(columns)
+    assert np.array_equal(a.port, b.port) and np.array_equal(a.group, b.group) and np.array_equal(a.dropped, b.dropped)
+    assert a.port_sets() == b.port_sets() and any(a.port_sets())
+    assert len(pickle.dumps(slim)) < len(pickle.dumps(full))
+    assert full.pipeline.entries and not slim.pipeline.entries  # the original is left whole
+    with pytest.raises(P4subError, match="for_batches"):
+        slim.run_one({})

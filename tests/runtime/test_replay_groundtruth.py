@@ -15,6 +15,7 @@ from compiler.errors import P4subError
 from compiler.oracle import evaluate
 from compiler.typecheck import check_rules
 from compiler.values import encode_string
+from runtime import groundtruth
 from runtime.groundtruth import GroundTruth, rule_ports
 from runtime.replay_ports import PortSpace, or_segments
 from tests.compiler.specs import make_spec
@@ -154,11 +155,17 @@ def test_vectorised_ground_truth_equals_per_message_oracle(data) -> None:
     typed = check_rules(rules, SPEC)
     msgs = messages(data.draw(st.integers(0, 2**32)), FIELDS, _near_constants(typed))
     space = PortSpace.of(rule_ports(typed) | {1})
-    truth = GroundTruth.build(typed, space)
     columns = {f: np.array([m[f] for m in msgs], dtype=object if f == "ipv6.dst_addr" else np.uint64) for f in FIELDS}
-    got = space.sets(truth.wanted(columns))
     want = [evaluate(typed, m).ports for m in msgs]
-    assert got == want
+    # Threshold families tabulate where each (key group, threshold rank) lands, or search for it
+    # when the table would be large: both ways against the oracle.
+    for dense in (groundtruth.DENSE_PAIRS, 0):
+        saved, groundtruth.DENSE_PAIRS = groundtruth.DENSE_PAIRS, dense
+        try:
+            truth = GroundTruth.build(typed, space)
+        finally:
+            groundtruth.DENSE_PAIRS = saved
+        assert space.sets(truth.wanted(columns)) == want, dense
 
 
 def test_family_methods_cover_lookup_threshold_and_residual() -> None:
@@ -210,6 +217,7 @@ def test_port_counts_equal_counting_sets_directly(sets, data) -> None:
     masks = np.array([space.mask(s) for s in sets])
     weights = np.array(data.draw(st.lists(st.integers(0, 1500), min_size=len(sets), max_size=len(sets))))
     assert space.sets(masks) == [frozenset(s) for s in sets]
+    assert np.array_equal(space.masks(sets), masks)  # all sets at once, as one set at a time
     assert space.counts(masks).tolist() == [sum(p in s for s in sets) for p in ports]
     assert space.counts(masks, weights).tolist() == [sum(w for s, w in zip(sets, weights) if p in s) for p in ports]
     cuts = sorted(set(data.draw(st.lists(st.integers(1, len(sets) - 1), max_size=5)) if len(sets) > 1 else []))
@@ -238,3 +246,16 @@ def test_replay_counts_equal_counting_delivered_and_wanted_sets_directly(rows) -
     for k, sets_of in which.items():
         assert got[f"n_{k}"].tolist() == [sum(p in sets_of(d, w) for d, w, _ in rows) for p in space.ports]
         assert got[f"b_{k}"].tolist() == [sum(s for d, w, s in rows if p in sets_of(d, w)) for p in space.ports]
+
+
+def test_ground_truth_imports_nothing_of_the_model_it_judges() -> None:
+    """The oracle shares no code with the model: neither module imports runtime.model or its state engine."""
+    import ast as pyast
+    from pathlib import Path
+
+    judged = {"runtime.model", "runtime.state"}
+    for name in ("groundtruth.py", "groundtruth_state.py"):
+        tree = pyast.parse((Path(__file__).resolve().parents[2] / "runtime" / name).read_text())
+        imported = {n.module for n in pyast.walk(tree) if isinstance(n, pyast.ImportFrom)}
+        imported |= {a.name for n in pyast.walk(tree) if isinstance(n, pyast.Import) for a in n.names}
+        assert not imported & judged, (name, imported & judged)
