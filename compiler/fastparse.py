@@ -93,21 +93,28 @@ _W = rf"{WS_RE}*+"
 _LIT = rf"(?>{_plain(STRING_RE)}|{_plain(ADDRESS_RE)}(?:{_W}/{_W}[0-9]++)?|{IPV4_RE}(?:{_W}/{_W}[0-9]++)?|{HEX_RE}|{DECIMAL_RE}|{INT_RE}|{NAME_RE})"
 _ARG = rf"(?>{_plain(ADDRESS_RE)}|{IPV4_RE}|{HEX_RE}|{DECIMAL_RE}|{INT_RE})"
 _PORT = rf"(?>{HEX_RE}|{INT_RE})"
-_AND_KW = r"(?:(?i:and)\b|&&|\^|∧)"
+_AND_KW = r"(?i:and)\b|&&|\^|∧"
+_OR_KW = r"(?i:or)\b|\|\||∨"
 
 
-def _slots(n: int) -> str:
-    slot = (rf"(?:(!|¬|(?i:not)\b){_W})?(?!{_KWORD})((?>{_plain(DOTTED_RE)})){_W}(==|!=|<=|>=|<|>|=|(?i:prefix)\b)"
-            rf"{_W}({_LIT})")
-    return slot + (rf"(?:{_W}{_AND_KW}{_W}{_slots(n - 1)})?" if n > 1 else "")
+def _slots(n: int, join: str = "") -> str:
+    slot = (rf"{join}(?:(!|¬|(?i:not)\b){_W})?(?!{_KWORD})((?>{_plain(DOTTED_RE)})){_W}"
+            rf"(==|!=|<=|>=|<|>|=|(?i:prefix)\b){_W}({_LIT})")
+    return slot + (rf"(?:{_W}{_slots(n - 1, rf'({_AND_KW}|{_OR_KW}){_W}')})?" if n > 1 else "")
+
+
+def _action(capture: bool) -> str:
+    g = "(" if capture else "(?:"
+    return (rf"{g}fwd){_W}\({_W}{g}{_PORT}(?:{_W},{_W}{_PORT})*+){_W}\)|{g}drop)(?:{_W}\({_W}\))?"
+            rf"|(?!(?:fwd|drop)(?![A-Za-z0-9_])){g}(?>{NAME_RE})){_W}\({_W}{g}(?:{_ARG}(?:{_W},{_W}{_ARG})*+)?){_W}\)")
 
 
 _RULE = re.compile(
-    rf"{_SKIP}{_slots(RULE_SLOTS)}{_W}:{_W}"
-    rf"(?:(fwd){_W}\({_W}({_PORT}(?:{_W},{_W}{_PORT})*+){_W}\)|(drop)(?:{_W}\({_W}\))?"
-    rf"|(?!(?:fwd|drop)(?![A-Za-z0-9_]))((?>{NAME_RE})){_W}\({_W}((?:{_ARG}(?:{_W},{_W}{_ARG})*+)?){_W}\))"
-    rf"{_W}(?:;|\Z)")
-_FWD_GROUP = 4 * RULE_SLOTS + 1  # then: ports, drop, action name, arguments
+    rf"{_SKIP}(){_slots(RULE_SLOTS)}{_W}:{_W}(?:{_action(True)})((?:{_W},{_W}(?:{_action(False)}))*+){_W}(?:;|\Z)")
+_SLOT_BASES = range(0, 5 * RULE_SLOTS, 5)  # each slot's groups: and/or before it, not, field, operator, literal
+_FWD_GROUP = 5 * RULE_SLOTS + 1  # 'fwd', then: ports, drop, action name, arguments, more actions
+_ACTION_RE = re.compile(_action(True))
+_OPS = {"==": "==", "=": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}  # else prefix, any case
 _PORT_RE = re.compile(_PORT)
 _ARG_RE = re.compile(_ARG)
 
@@ -211,69 +218,79 @@ class _Parser:
         """The Rule of a _RULE match, or None (and the rule read token by token) if anything in it
         is doubtful."""
         groups = m.groups()
-        items = []
-        for base in range(0, 4 * RULE_SLOTS, 4):
-            negated, name, op, text = groups[base:base + 4]
+        loc, start, literal = self.loc, m.start, self.literal
+        conjunctions: list[list] = [[]]
+        for base in _SLOT_BASES:
+            name = groups[base + 2]
             if name is None:
                 break
-            where = self.loc(m.start(base + 2))
-            at = self.loc(m.start(base + 4))
-            value = self.literal(text, at)
+            where = loc(start(base + 3))
+            value = literal(groups[base + 4], loc(start(base + 5)))
             if value is None:
                 return None
-            if op == "=":
-                op = "=="
-            elif op[0] not in "<>!=":
-                op = "prefix"
-            item = ast.Comparison(ast.Field(name, where), op, value, where)
-            items.append(ast.Not(item, self.loc(m.start(base + 1))) if negated else item)
-        first = items[0]
-        where = first.location
-        filt = first if len(items) == 1 else ast.And(tuple(items), where)
-        ports, drop, name, args = groups[_FWD_GROUP:]
+            item = ast.Comparison(ast.Field(name, where), _OPS.get(groups[base + 3], "prefix"), value, where)
+            if groups[base + 1]:
+                item = ast.Not(item, loc(start(base + 2)))
+            join = groups[base]
+            if join and join[0] not in "aA&^∧":  # or: and binds tighter
+                conjunctions.append([item])
+            else:
+                conjunctions[-1].append(item)
+        ors = [c[0] if len(c) == 1 else ast.And(tuple(c), c[0].location) for c in conjunctions]
+        where = ors[0].location
+        filt = ors[0] if len(ors) == 1 else ast.Or(tuple(ors), where)
+        if groups[_FWD_GROUP + 4]:  # several actions
+            first = max(start(_FWD_GROUP), start(_FWD_GROUP + 2), start(_FWD_GROUP + 3))
+            items = [self.action(a) for a in _ACTION_RE.finditer(self.text, first, m.end(_FWD_GROUP + 5))]
+            return None if None in items else ast.Rule(filt, rule_build.merge_actions(items), where)
+        action = self.action(m, _FWD_GROUP - 1)
+        return None if action is None else ast.Rule(filt, (action,), where)
+
+    def action(self, m: re.Match, at: int = 0):
+        """The action of an _ACTION_RE match (or of _RULE's first action, its groups after ``at``)."""
+        ports, drop, name = m.group(at + 2, at + 3, at + 4)
+        loc = self.loc
         if ports is not None:
-            found = _PORT_RE.findall(ports)
-            if any(len(p) > MAX_NUMBER_DIGITS for p in found):
-                return None
-            numbers = {int(p, 16) if p[1:2] in ("x", "X") else int(p) for p in found}
-            action = ast.Forward(tuple(sorted(numbers)), self.loc(m.start(_FWD_GROUP)))
-        elif drop is not None:
-            action = ast.Drop(self.loc(m.start(_FWD_GROUP + 2)))
-        else:
-            values = []
-            for a in _ARG_RE.finditer(self.text, m.start(_FWD_GROUP + 4), m.end(_FWD_GROUP + 4)):
-                value = self.literal(a.group(), self.loc(a.start()))
-                if value is None:
+            if "," in ports:
+                found = _PORT_RE.findall(ports)
+                if any(len(p) > MAX_NUMBER_DIGITS for p in found):
                     return None
-                values.append(value)
-            action = ast.Call(name, tuple(values), self.loc(m.start(_FWD_GROUP + 3)))
-        return ast.Rule(filt, (action,), where)
+                numbers = tuple(sorted({int(p, 16) if p[1:2] in ("x", "X") else int(p) for p in found}))
+            elif len(ports) > MAX_NUMBER_DIGITS:
+                return None
+            else:
+                numbers = (int(ports, 16) if ports[1:2] in ("x", "X") else int(ports),)
+            return ast.Forward(numbers, loc(m.start(at + 1)))
+        if drop is not None:
+            return ast.Drop(loc(m.start(at + 3)))
+        values = []
+        for a in _ARG_RE.finditer(self.text, m.start(at + 5), m.end(at + 5)):
+            value = self.literal(a.group(), loc(a.start()))
+            if value is None:
+                return None
+            values.append(value)
+        return ast.Call(name, tuple(values), loc(m.start(at + 4)))
 
     def literal(self, text: str, at: SourceLocation):
         """The constant a _RULE literal stands for (a bare name is a string), None if doubtful."""
         c = text[0]
         if c == '"':
             return ast.String(rule_build.unescape(text[1:-1]), at)
-        if ":" in text:
+        if text.isdigit():
+            return ast.Number(int(text), False, at) if len(text) <= MAX_NUMBER_DIGITS else None
+        if ":" in text or "/" in text or text.count(".") == 3:
             address, _, length = text.partition("/")
             length = length.strip()
             if len(length) > MAX_NUMBER_DIGITS:
                 return None
-            node = rule_build.colon_address(f"{address.strip()}/{length}" if length else address, at)
-            return None if type(node) is str else node
-        if "/" in text or text.count(".") == 3:
-            address, _, length = text.partition("/")
-            length = length.strip()
-            if len(length) > MAX_NUMBER_DIGITS:
-                return None
-            node = _ipv4(f"{address.strip()}/{length}" if length else address, at)
+            node = (_colon if ":" in text else _ipv4)(address.strip(), length, at)
             return None if type(node) is str else node
         if c.isdigit():
             if len(text) > MAX_NUMBER_DIGITS:
                 return None
             if text[1:2] in ("x", "X"):
                 return ast.Number(int(text, 16), True, at)
-            return ast.Number(Decimal(text) if "." in text else int(text), False, at)
+            return ast.Number(Decimal(text), False, at)
         return ast.String(text, at)
 
     # -- helpers ----------------------------------------------------------------------------
@@ -548,8 +565,9 @@ class _Parser:
             self.i += 2
             if not self.number(length):
                 return ast.Number(0)
-            text = f"{text}/{length}"
-        node = _ipv4(text, where) if kind == IPV4 else rule_build.colon_address(text, where)
+        else:
+            length = ""
+        node = (_ipv4 if kind == IPV4 else _colon)(text, length, where)
         if type(node) is str:
             self.doubt = True
             return ast.Number(0)
@@ -578,18 +596,41 @@ class _Parser:
         return ast.Aggregate(function.lower(), arg, self.loc(self.offsets[i]))
 
 
-def _ipv4(text: str, where: SourceLocation) -> ast.IPAddress | str:
-    """rule_build.ipv4 without the ipaddress module for the usual case (no leading zeros); anything
-    else goes through rule_build.ipv4, which says what is wrong."""
-    address, _, length = text.partition("/")
+def _ipv4(address: str, length: str, where: SourceLocation) -> ast.IPAddress | str:
+    """rule_build.ipv4 of ``address/length`` (``length`` may be empty) without the ipaddress module
+    in the usual case (no leading zeros, no host bits); anything else goes through rule_build.ipv4,
+    which says what is wrong."""
     value = 0
     for octet in address.split("."):
         if (len(octet) > 1 and octet[0] == "0") or int(octet) > 255:
-            return rule_build.ipv4(text, where)
+            return rule_build.ipv4(f"{address}/{length}" if length else address, where)
         value = value << 8 | int(octet)
     if not length:
         return ast.IPAddress(4, value, 32, where)
     plen = int(length)
     if plen > 32 or value & ((1 << (32 - plen)) - 1):
-        return rule_build.ipv4(text, where)
+        return rule_build.ipv4(f"{address}/{length}", where)
     return ast.IPAddress(4, value, plen, where)
+
+
+def _colon(address: str, length: str, where: SourceLocation) -> ast.IPAddress | ast.MACAddress | str:
+    """rule_build.colon_address of ``address/length`` without the ipaddress module for well-formed
+    MAC and IPv6 addresses (each group at most 4 hex digits, as the scanner's ADDRESS reads them);
+    anything else goes through rule_build.colon_address."""
+    head, double, tail = address.partition("::")
+    if double:
+        heads = head.split(":") if head else []
+        tails = tail.split(":") if tail else []
+        groups = heads + ["0"] * (8 - len(heads) - len(tails)) + tails
+        regular = len(heads) + len(tails) <= 7 and "" not in heads and "" not in tails
+    else:
+        groups = address.split(":")
+        if not length and len(groups) == 6 and all(len(g) == 2 for g in groups):
+            return ast.MACAddress(int("".join(groups), 16), where)
+        regular = len(groups) == 8 and "" not in groups
+    if regular:
+        value = int("".join(g.rjust(4, "0") for g in groups), 16)
+        plen = int(length) if length else 128
+        if plen <= 128 and not value & ((1 << (128 - plen)) - 1):
+            return ast.IPAddress(6, value, plen, where)
+    return rule_build.colon_address(f"{address}/{length}" if length else address, where)
