@@ -216,18 +216,37 @@ class _Parser:
 
     def flat_rule(self, m: re.Match) -> ast.Rule | None:
         """The Rule of a _RULE match, or None (and the rule read token by token) if anything in it
-        is doubtful."""
+        is doubtful. The usual rule is read here without further calls (this is the hot loop)."""
         groups = m.groups()
-        loc, start, literal = self.loc, m.start, self.literal
+        start = m.start
+        self.loc(start(2) if groups[1] else start(3))  # puts the line cache on the rule's first line
+        if m.end() <= self.line_to:  # the whole rule on one line: columns by subtraction
+            path, line, before = self.path, self.line, self.line_from
+
+            def loc(offset: int) -> SourceLocation:
+                made = _new(SourceLocation)
+                _set(made, "file", path)
+                _set(made, "line", line)
+                _set(made, "column", offset - before)
+                return made
+        else:
+            loc = self.loc
         conjunctions: list[list] = [[]]
         for base in _SLOT_BASES:
             name = groups[base + 2]
             if name is None:
                 break
             where = loc(start(base + 3))
-            value = literal(groups[base + 4], loc(start(base + 5)))
-            if value is None:
-                return None
+            text = groups[base + 4]
+            if text[0] == '"':
+                raw = text[1:-1]
+                value = ast.String(rule_build.unescape(raw) if "\\" in raw else raw, loc(start(base + 5)))
+            elif text.isdigit() and len(text) <= MAX_NUMBER_DIGITS:
+                value = ast.Number(int(text), False, loc(start(base + 5)))
+            else:
+                value = self.literal(text, loc(start(base + 5)))
+                if value is None:
+                    return None
             item = ast.Comparison(ast.Field(name, where), _OPS.get(groups[base + 3], "prefix"), value, where)
             if groups[base + 1]:
                 item = ast.Not(item, loc(start(base + 2)))
@@ -239,10 +258,13 @@ class _Parser:
         ors = [c[0] if len(c) == 1 else ast.And(tuple(c), c[0].location) for c in conjunctions]
         where = ors[0].location
         filt = ors[0] if len(ors) == 1 else ast.Or(tuple(ors), where)
+        ports = groups[_FWD_GROUP]
         if groups[_FWD_GROUP + 4]:  # several actions
             first = max(start(_FWD_GROUP), start(_FWD_GROUP + 2), start(_FWD_GROUP + 3))
             items = [self.action(a) for a in _ACTION_RE.finditer(self.text, first, m.end(_FWD_GROUP + 5))]
             return None if None in items else ast.Rule(filt, rule_build.merge_actions(items), where)
+        if ports is not None and ports.isdigit() and len(ports) <= MAX_NUMBER_DIGITS:  # fwd(N)
+            return ast.Rule(filt, (ast.Forward((int(ports),), loc(start(_FWD_GROUP))),), where)
         action = self.action(m, _FWD_GROUP - 1)
         return None if action is None else ast.Rule(filt, (action,), where)
 
