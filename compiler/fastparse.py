@@ -14,9 +14,12 @@ that words errors. Instead it says, rule by rule, what it could not vouch for:
   *stops* it: lark reads from the rule before onwards, so that its parser is in the state it would
   be in after the whole prefix and reports the same error at the same place.
 
-The scanner reads the grammar's terminals (the same regular expressions, in lark's priority order)
-with no parser state; the few places where lark's contextual lexer decides by state (a keyword or a
-name, ``fwd``/``drop`` or a user action) are decided here by the parser, which knows its state.
+Two ways of reading a rule. The usual one (``and``/``or`` of comparisons, each maybe negated, with
+any constant, then actions) is one match of ``_RULE`` and is built without further calls: that is
+what makes 100,000 rules a second. Any other is read token by token: a scanner of the grammar's
+terminals (the same regular expressions, in lark's priority order, with no parser state) and a
+recursive descent; the few places where lark's contextual lexer decides by state (a keyword or a
+name, ``fwd``/``drop`` or a user action) are decided by the parser, which knows its state.
 ``tests/compiler/test_fastparse.py`` holds the two parsers to the same ASTs, locations and errors.
 """
 
@@ -84,7 +87,7 @@ for _regex, _kind in _ALTERNATIVES:
 assert len(_KIND) == _SCANNER.groups + 1
 
 # The usual rule as one match: up to RULE_SLOTS comparisons ``[not] h.f OP constant`` joined by
-# ``and``, then one action (``fwd(ports)``, ``drop``, or a user action with number or address
+# ``and`` or ``or``, then actions (``fwd(ports)``, ``drop``, user actions with number or address
 # arguments), then ';' or the end. Blanks only inside (comments before the rule). Every token is an
 # atomic group tried in lark's order, so a shorter reading of a token is never taken to make the
 # rest fit. Anything else is read token by token.
@@ -445,38 +448,29 @@ class _Parser:
     # ``depth`` bounds from above the depth of lark's tree at the parent of what is parsed (the rule
     # is at 2): the fast parser stops before anything nears MAX_NESTING, and recursion stays shallow.
     def disjunction(self, depth: int):
-        start = self.offsets[self.i]
-        first = self.conjunction(depth + 1)
-        k, v = self.kinds[self.i], self.values[self.i]
-        if not (k == OR or (k == WORD and v in OR_WORDS)):
-            return first
-        items = list(first.items) if type(first) is ast.Or else [first]
-        while k == OR or (k == WORD and v in OR_WORDS):
-            self.i += 1
-            item = self.conjunction(depth + 1)
-            if type(item) is ast.Or:
-                items.extend(item.items)
-            else:
-                items.append(item)
-            k, v = self.kinds[self.i], self.values[self.i]
-        return ast.Or(tuple(items), self.loc(start))
+        return self.joined(depth, OR, OR_WORDS, ast.Or, self.conjunction)
 
     def conjunction(self, depth: int):
+        return self.joined(depth, AND, AND_WORDS, ast.And, self.negation)
+
+    def joined(self, depth: int, symbol: int, words: frozenset, kind: type, operand):
+        """``operand (joiner operand)*`` as one ``kind`` node, a parenthesised ``kind`` flattened into
+        it (lark's or_expr and and_expr); a lone operand stays itself."""
         start = self.offsets[self.i]
-        first = self.negation(depth + 1)
+        first = operand(depth + 1)
         k, v = self.kinds[self.i], self.values[self.i]
-        if not (k == AND or (k == WORD and v in AND_WORDS)):
+        if not (k == symbol or (k == WORD and v in words)):
             return first
-        items = list(first.items) if type(first) is ast.And else [first]
-        while k == AND or (k == WORD and v in AND_WORDS):
+        items = list(first.items) if type(first) is kind else [first]
+        while k == symbol or (k == WORD and v in words):
             self.i += 1
-            item = self.negation(depth + 1)
-            if type(item) is ast.And:
+            item = operand(depth + 1)
+            if type(item) is kind:
                 items.extend(item.items)
             else:
                 items.append(item)
             k, v = self.kinds[self.i], self.values[self.i]
-        return ast.And(tuple(items), self.loc(start))
+        return kind(tuple(items), self.loc(start))
 
     def negation(self, depth: int):
         kinds, values = self.kinds, self.values

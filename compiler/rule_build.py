@@ -52,13 +52,7 @@ def unescape(raw: str) -> str:
 
 def ipv4(text: str, location: SourceLocation | None) -> ast.IPAddress | str:
     """``a.b.c.d`` or ``a.b.c.d/len`` (spaces around the slash already removed)."""
-    try:
-        net = ipaddress.IPv4Network(text, strict=False)
-    except ValueError as exc:
-        return f"bad IPv4 address {text!r}: {exc}"
-    if "/" in text and int(ipaddress.IPv4Address(text.split("/")[0])) != int(net.network_address):
-        return f"IPv4 prefix {text!r} has host bits set; did you mean {net}?"
-    return ast.IPAddress(4, int(net.network_address), net.prefixlen, location)
+    return _network(text, location, ipaddress.IPv4Network, ipaddress.IPv4Address, "IPv4 address", "IPv4")
 
 
 def colon_address(text: str, location: SourceLocation | None) -> ast.IPAddress | ast.MACAddress | str:
@@ -66,13 +60,17 @@ def colon_address(text: str, location: SourceLocation | None) -> ast.IPAddress |
     parts = text.split(":")
     if "/" not in text and len(parts) == 6 and all(len(p) == 2 for p in parts):
         return ast.MACAddress(int("".join(parts), 16), location)
+    return _network(text, location, ipaddress.IPv6Network, ipaddress.IPv6Address, "IPv6 or MAC address", "IPv6")
+
+
+def _network(text: str, location: SourceLocation | None, network, address, what: str, family: str):
     try:
-        net = ipaddress.IPv6Network(text, strict=False)
+        net = network(text, strict=False)
     except ValueError as exc:
-        return f"bad IPv6 or MAC address {text!r}: {exc}"
-    if "/" in text and int(ipaddress.IPv6Address(text.split("/")[0])) != int(net.network_address):
-        return f"IPv6 prefix {text!r} has host bits set; did you mean {net}?"
-    return ast.IPAddress(6, int(net.network_address), net.prefixlen, location)
+        return f"bad {what} {text!r}: {exc}"
+    if "/" in text and int(address(text.split("/")[0])) != int(net.network_address):
+        return f"{family} prefix {text!r} has host bits set; did you mean {net}?"
+    return ast.IPAddress(net.version, int(net.network_address), net.prefixlen, location)
 
 
 def merge_actions(items: list) -> tuple:

@@ -267,21 +267,18 @@ def test_an_error_deep_in_a_large_file_is_reported_from_there() -> None:
     assert str(info.value.location) == "big.sub:20001:10" and "unexpected 'fwd'; expected ':'" in info.value.message
 
 
-@settings(max_examples=1500, deadline=None)
-@given(st.from_regex(re.compile(fastparse.ADDRESS_RE), fullmatch=True),
-       st.one_of(st.just(""), st.integers(0, 140).map(str), st.sampled_from(["0128", "00", "64"])))
-def test_colon_addresses_without_ipaddress_read_as_with_it(address: str, length: str) -> None:
+def _addresses(regex: str, lengths) -> st.SearchStrategy:
+    return st.tuples(st.from_regex(re.compile(regex), fullmatch=True),
+                     st.one_of(st.just(""), lengths.map(str), st.sampled_from(["0128", "00", "08", "032"])))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(_addresses(fastparse.ADDRESS_RE, st.integers(0, 140)).map(lambda a: ("colon", *a)),
+                 _addresses(fastparse.IPV4_RE, st.integers(0, 40)).map(lambda a: ("ipv4", *a))))
+def test_addresses_without_ipaddress_read_as_with_it(case: tuple) -> None:
     from compiler import rule_build
 
+    kind, address, length = case
     text = f"{address}/{length}" if length else address
-    assert fastparse._colon(address, length, None) == rule_build.colon_address(text, None)
-
-
-@settings(max_examples=1000, deadline=None)
-@given(st.from_regex(re.compile(fastparse.IPV4_RE), fullmatch=True),
-       st.one_of(st.just(""), st.integers(0, 40).map(str), st.sampled_from(["08", "032", "0"])))
-def test_ipv4_without_ipaddress_reads_as_with_it(address: str, length: str) -> None:
-    from compiler import rule_build
-
-    text = f"{address}/{length}" if length else address
-    assert fastparse._ipv4(address, length, None) == rule_build.ipv4(text, None)
+    fast, reference = (fastparse._colon, rule_build.colon_address) if kind == "colon" else (fastparse._ipv4, rule_build.ipv4)
+    assert fast(address, length, None) == reference(text, None)
