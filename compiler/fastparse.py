@@ -139,10 +139,11 @@ class _Stop(Exception):
 
 @dataclass
 class Parsed:
-    """What the fast parser read. ``rules[i]`` is None for a doubtful rule; ``spans[i]`` is where rule i
-    lies (from the end of the one before, through its ';'). ``stopped`` means the text from
-    ``spans[-1]``'s end on was not parsed: the last rule of ``rules`` is kept for the grammar too,
-    so that lark starts that text in the state the whole file puts it in."""
+    """What the fast parser read. ``rules[i]`` is None for a doubtful rule, listed in ``doubtful``;
+    ``spans[i]`` is where that rule lies (from the end of the one before, through its ';').
+    ``stopped`` means the parser could not go on after the last rule of ``rules``: the grammar reads
+    from ``stop_from`` (the start of that last rule, so that lark reaches the rest in the state the
+    whole file puts it in) to the end."""
 
     rules: list = field(default_factory=list)
     doubtful: list[int] = field(default_factory=list)
@@ -194,7 +195,9 @@ class _Parser:
                         break
                 if kinds[0] == END:
                     return out
-                kinds.append(END)  # never read: lookahead past the ';' stays inside the lists
+                kinds.append(END)  # a sentinel: a lookahead past the ';' finds an end, not an IndexError
+                values.append("")
+                offsets.append(size)
                 self.i = 0
                 try:
                     rule = self.rule()
