@@ -619,11 +619,10 @@ def _ipv4(address: str, length: str, where: SourceLocation) -> ast.IPAddress | s
     """rule_build.ipv4 of ``address/length`` (``length`` may be empty) without the ipaddress module
     in the usual case (no leading zeros, no host bits); anything else goes through rule_build.ipv4,
     which says what is wrong."""
-    value = 0
-    for octet in address.split("."):
-        if (len(octet) > 1 and octet[0] == "0") or int(octet) > 255:
-            return rule_build.ipv4(f"{address}/{length}" if length else address, where)
-        value = value << 8 | int(octet)
+    octets = [int(octet) for octet in address.split(".")]
+    if max(octets) > 255 or ".".join(map(str, octets)) != address:  # too big, or leading zeros
+        return rule_build.ipv4(f"{address}/{length}" if length else address, where)
+    value = octets[0] << 24 | octets[1] << 16 | octets[2] << 8 | octets[3]
     if not length:
         return ast.IPAddress(4, value, 32, where)
     plen = int(length)
