@@ -68,9 +68,10 @@ def _case(draw, word: str) -> str:
     return draw(st.sampled_from(KEYWORDS[word]))
 
 
-def _constant(draw, c) -> list[str]:
+def _constant(draw, c, left: bool = False) -> list[str]:
     if isinstance(c, ast.String):
-        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", c.value) and draw(st.booleans()):
+        keyword = left and c.value.lower() in ("not", "true", "false")  # where a filter starts, a keyword
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", c.value) and not keyword and draw(st.booleans()):
             return [c.value]  # Camus's bare word
         body = "".join(("\\" + ch) if ch in '"\\' or (ch.isalpha() and draw(st.integers(0, 9)) == 0) else ch
                        for ch in c.value)
@@ -126,12 +127,13 @@ def _filter(draw, f, parent: type | None = None) -> list[str]:
             op = "="
         if op == "prefix":
             op = _case(draw, "prefix")
-        attr, value = _attribute(draw, f.attribute), _constant(draw, f.value)
+        attr = _attribute(draw, f.attribute)
         if f.op != "prefix" and draw(st.integers(0, 4)) == 0:  # the constant on the left
+            value = _constant(draw, f.value, left=True)
             flipped = ast.FLIPPED[f.op]
             body = value + [flipped if flipped != "==" or op != "=" else "="] + attr
         else:
-            body = attr + [op] + value
+            body = attr + [op] + _constant(draw, f.value)
     needs = (parent is ast.And and isinstance(f, ast.Or)) or (parent is ast.Not and isinstance(f, (ast.And, ast.Or)))
     if needs or draw(st.integers(0, 6)) == 0:
         return ["(", *body, ")"]
