@@ -1,121 +1,654 @@
-"""A fast path for rule files of plain conjunctions, building exactly the AST lark's parser builds.
+"""The hand-written scanner and recursive-descent parser of rule files: the whole grammar of
+``grammar/subscription.lark``, every spelling, at the speed of reading.
 
-lark's LALR parser spends about half a millisecond per rule, so a 100,000-rule file took over a
-minute before compiling started. Rules of the shape ``h.f OP const (and h.f OP const)* : fwd(...)``
-are matched here with regular expressions instead. Comments (``#`` or ``//`` to the end of the
-line, outside strings) are blanked out first, space for character, so that a generator's header
-line does not send a whole file to the grammar and every location stays where it was. Anything
-else - parentheses, ``or``, ``not``, bare names, addresses with colons, numbers of more than
-:data:`~compiler.values.MAX_NUMBER_DIGITS` digits, any error - returns None
-and the caller uses the grammar, so there is one language and one set of error messages. A
-property test holds the two parsers to the same ASTs and source locations. Digits are ASCII
-(``[0-9]``, never ``\\d``, which also matches fullwidth and Arabic-Indic digits), as in the grammar.
+lark's LALR parser spends about half a millisecond a rule. This parser reads the same language and
+builds the very AST lark's transformer builds, source locations included (a node is located at
+its first token; a parenthesised first child moves its parent to the ``(``, as lark's
+``propagate_positions`` does). It never reports an error itself: the grammar stays the one place
+that words errors. Instead it says, rule by rule, what it could not vouch for:
+
+- a rule it parsed but whose meaning is an error or a limit (host bits in a prefix, both sides
+  constants, an unknown aggregate, a bare port number, a number of more than 200 digits) is
+  *doubtful*: :func:`compiler.lang.parse_rules` has lark read exactly those rules, in place;
+- text it cannot parse (a syntax error, a character outside its tokens, nesting near the limit)
+  *stops* it: lark reads from the rule before onwards, so that its parser is in the state it would
+  be in after the whole prefix and reports the same error at the same place.
+
+Two ways of reading a rule. The usual one (``and``/``or`` of comparisons, each maybe negated, with
+any constant, then actions) is one match of ``_RULE`` and is built without further calls: that is
+what makes 100,000 rules a second. Any other is read token by token: a scanner of the grammar's
+terminals (the same regular expressions, in lark's priority order, with no parser state) and a
+recursive descent; the few places where lark's contextual lexer decides by state (a keyword or a
+name, ``fwd``/``drop`` or a user action) are decided by the parser, which knows its state.
+``tests/compiler/test_fastparse.py`` holds the two parsers to the same ASTs, locations and errors.
 """
 
 from __future__ import annotations
 
-import bisect
-import ipaddress
 import re
+from bisect import bisect_left
+from dataclasses import dataclass, field
 from decimal import Decimal
 
+from compiler import rule_build
 from compiler import rules as ast
 from compiler.errors import SourceLocation
 from compiler.values import MAX_NUMBER_DIGITS
 
-_FIELD = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
-_CONST = r'"[^"\\\n;]*"|0[xX][0-9a-fA-F]+|[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?:[ \t\r\n]*/[ \t\r\n]*[0-9]+)?|[0-9]+\.[0-9]+|[0-9]+'
-_OP = r"==|!=|<=|>=|<|>|="
-_COND = rf"(?P<field>{_FIELD})[ \t\r\n]*(?P<op>{_OP})[ \t\r\n]*(?P<const>{_CONST})"
-_AND = r"(?:[ \t\r\n]+and[ \t\r\n]+|[ \t\r\n]*&&[ \t\r\n]*)"
-_PORT = r"0[xX][0-9a-fA-F]+|[0-9]+"
-_ACTION = rf"fwd[ \t\r\n]*\([ \t\r\n]*(?:{_PORT})(?:[ \t\r\n]*,[ \t\r\n]*(?:{_PORT}))*[ \t\r\n]*\)|drop"
-_COND_NOGROUP = re.sub(r"\(\?P<\w+>", "(?:", _COND)
-_RULE = re.compile(rf"[ \t\r\n]*(?P<filter>{_COND_NOGROUP}(?:{_AND}{_COND_NOGROUP})*)[ \t\r\n]*:[ \t\r\n]*"
-                   rf"(?P<actions>(?:{_ACTION})(?:[ \t\r\n]*,[ \t\r\n]*(?:{_ACTION}))*)[ \t\r\n]*")
-_COND_RE = re.compile(_COND)
-_ACTION_RE = re.compile(rf"(?P<fwd>fwd)[ \t\r\n]*\((?P<ports>[^)]*)\)|(?P<drop>drop)")
+#: Deepest parse tree a rule file may have (compiler.lang checks lark's trees against it).
+MAX_NESTING = 100
+
+# The grammar's terminals, written as in grammar/subscription.lark (a test compares them with lark's).
+ADDRESS_RE = (r"(?=[0-9a-fA-F:]*:[0-9a-fA-F:]*:)[0-9a-fA-F]{0,4}(:[0-9a-fA-F]{0,4}){2,7}(?:(?<=::)|(?<!:))(?<!:::)"
+              r"(?![0-9A-Za-z_(])")
+IPV4_RE = r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}"
+HEX_RE = r"0[xX][0-9a-fA-F]+"
+DECIMAL_RE = r"[0-9]+\.[0-9]+"
+INT_RE = r"[0-9]+"
+DOTTED_RE = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+"
+NAME_RE = r"[A-Za-z_][A-Za-z0-9_]*"
+STRING_RE = r'"(\\.|[^"\\\n])*"'
+WS_RE = r"[ \t\f\r\n]"
+
+# Token kinds. CMP (``h.f OP constant`` with a plain constant) and FWD1 (``fwd(port)``) fuse the
+# commonest runs of tokens into one match; anywhere else than where a comparison or an action
+# starts, such text is a syntax error in the grammar too, and the parser stops there.
+(ADDRESS, IPV4, HEX, DECIMAL, INT, KWORD, WORD, STRING, OP, AND, OR, NOT, PUNCT, ERROR, END, CMP, FWD1) = range(1, 18)
+
+
+def _plain(regex: str) -> str:
+    """The regex with its groups made non-capturing (the scanner numbers only its own)."""
+    return regex.replace("(\\.", "(?:\\.").replace("(:", "(?::").replace('(\\\\', "(?:\\\\")
+
+
+_SKIP = rf"(?:{WS_RE}++|#[^\n]*+|//[^\n]*+)*+"  # blanks and comments, never backtracked into
+# Where this holds, ADDRESS (lark's first choice) cannot match: it needs two ':' in its first groups.
+_NO_ADDRESS = r"(?![0-9a-fA-F]{0,4}:[0-9a-fA-F]{0,4}:)"
+_KWORD = r"(?i:not|true|false)(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
+_WORD = rf"{NAME_RE}(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+_NUMBER = rf"{_NO_ADDRESS}(?:{IPV4_RE}|{HEX_RE}|{DECIMAL_RE}|{INT_RE})"
+_ALTERNATIVES = [  # (regex, kind), first match wins
+    (rf"(?!{_KWORD})({_plain(DOTTED_RE)}){_SKIP}(==|!=|<=|>=|<|>|=|(?i:prefix)\b){_SKIP}({_plain(STRING_RE)}|{_NUMBER})",
+     CMP),
+    (rf"fwd{_SKIP}\({_SKIP}({HEX_RE}|{INT_RE}){_SKIP}\)", FWD1),
+    (_plain(STRING_RE), STRING), ("==|!=|<=|>=|<|>|=", OP), (r"&&|\^|∧", AND), (r"\|\||∨", OR), ("!|¬", NOT),
+    ("[(),;/]", PUNCT),
+    (rf"{_NO_ADDRESS}{_KWORD}", KWORD), (rf"{_NO_ADDRESS}{_WORD}", WORD), (rf"{_NO_ADDRESS}{IPV4_RE}", IPV4),
+    (rf"{_NO_ADDRESS}{HEX_RE}", HEX), (rf"{_NO_ADDRESS}{DECIMAL_RE}", DECIMAL), (rf"{_NO_ADDRESS}{INT_RE}", INT),
+    # What may be an address: lark's order (priority, then length).
+    (_plain(ADDRESS_RE), ADDRESS), (IPV4_RE, IPV4), (HEX_RE, HEX), (DECIMAL_RE, DECIMAL), (INT_RE, INT),
+    (_KWORD, KWORD), (_WORD, WORD), (":", PUNCT), ("(?s:.)", ERROR), (r"\Z", END),
+]
+_SCANNER = re.compile(_SKIP + "(?:" + "|".join(f"({regex})" for regex, _ in _ALTERNATIVES) + ")")
+_KIND: list[int] = [0]  # group number -> kind
+for _regex, _kind in _ALTERNATIVES:
+    _KIND.append(_kind)
+    _KIND.extend([0] * re.compile(_regex).groups)
+assert len(_KIND) == _SCANNER.groups + 1
+
+# The usual rule as one match: up to RULE_SLOTS comparisons ``[not] h.f OP constant`` joined by
+# ``and`` or ``or``, then actions (``fwd(ports)``, ``drop``, user actions with number or address
+# arguments), then ';' or the end. Blanks only inside (comments before the rule). Every token is an
+# atomic group tried in lark's order, so a shorter reading of a token is never taken to make the
+# rest fit. Anything else is read token by token.
+RULE_SLOTS = 8
+_W = rf"{WS_RE}*+"
+_LIT = rf"(?>{_plain(STRING_RE)}|{_plain(ADDRESS_RE)}(?:{_W}/{_W}[0-9]++)?|{IPV4_RE}(?:{_W}/{_W}[0-9]++)?|{HEX_RE}|{DECIMAL_RE}|{INT_RE}|{NAME_RE})"
+_ARG = rf"(?>{_plain(ADDRESS_RE)}|{IPV4_RE}|{HEX_RE}|{DECIMAL_RE}|{INT_RE})"
+_PORT = rf"(?>{HEX_RE}|{INT_RE})"
+_AND_KW = r"(?i:and)\b|&&|\^|∧"
+_OR_KW = r"(?i:or)\b|\|\||∨"
+
+
+def _slots(n: int, join: str = "") -> str:
+    slot = (rf"{join}(?:(!|¬|(?i:not)\b){_W})?(?!{_KWORD})((?>{_plain(DOTTED_RE)})){_W}"
+            rf"(==|!=|<=|>=|<|>|=|(?i:prefix)\b){_W}({_LIT})")
+    return slot + (rf"(?:{_W}{_slots(n - 1, rf'({_AND_KW}|{_OR_KW}){_W}')})?" if n > 1 else "")
+
+
+def _action(capture: bool) -> str:
+    g = "(" if capture else "(?:"
+    return (rf"{g}fwd){_W}\({_W}{g}{_PORT}(?:{_W},{_W}{_PORT})*+){_W}\)|{g}drop)(?:{_W}\({_W}\))?"
+            rf"|(?!(?:fwd|drop)(?![A-Za-z0-9_])){g}(?>{NAME_RE})){_W}\({_W}{g}(?:{_ARG}(?:{_W},{_W}{_ARG})*+)?){_W}\)")
+
+
+_RULE = re.compile(
+    rf"{_SKIP}(){_slots(RULE_SLOTS)}{_W}:{_W}(?:{_action(True)})((?:{_W},{_W}(?:{_action(False)}))*+){_W}(?:;|\Z)")
+_SLOT_BASES = range(0, 5 * RULE_SLOTS, 5)  # each slot's groups: and/or before it, not, field, operator, literal
+_FWD_GROUP = 5 * RULE_SLOTS + 1  # 'fwd', then: ports, drop, action name, arguments, more actions
+_ACTION_RE = re.compile(_action(True))
+_OPS = {"==": "==", "=": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}  # else prefix, any case
 _PORT_RE = re.compile(_PORT)
-_KEYWORDS = {"and", "or", "not", "prefix", "true", "false"}
-# What the grammar's lexer sees first at a '"', '#' or '/': a whole string (kept) or a comment (blanked).
-_STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\\n])*"|#[^\n]*|//[^\n]*')
-_WS = re.compile(r"[ \t\r\n]*")
+_ARG_RE = re.compile(_ARG)
 
 
-def parse_flat(text: str, path: str) -> ast.RuleSet | None:
-    """The RuleSet of ``text`` when every rule is a plain conjunction, else None."""
-    if "#" in text or "//" in text:
-        text = _STRING_OR_COMMENT.sub(_blank_comment, text)
-    if not text.strip():
-        return None
-    newlines = [i for i, c in enumerate(text) if c == "\n"] if "\n" in text else []
+# Keywords are case-insensitive and whole words (the scanner's WORD stops at the word's end).
+_CASES = lambda word: frozenset(  # noqa: E731
+    "".join(c.upper() if bit >> i & 1 else c for i, c in enumerate(word)) for bit in range(2 ** len(word)))
+AND_WORDS, OR_WORDS, NOT_WORDS = _CASES("and"), _CASES("or"), _CASES("not")
+TRUE_WORDS, FALSE_WORDS, PREFIX_WORDS = _CASES("true"), _CASES("false"), _CASES("prefix")
+_FILTER_KEYWORDS = NOT_WORDS | TRUE_WORDS | FALSE_WORDS
 
-    def loc(offset: int) -> SourceLocation:
-        line = bisect.bisect_left(newlines, offset)
-        start = newlines[line - 1] + 1 if line else 0
-        return SourceLocation(path, line + 1, offset - start + 1)
-
-    chunks = text.split(";")
-    if chunks[-1].strip() == "":
-        chunks.pop()
-    rules: list[ast.Rule] = []
-    offset = 0
-    for chunk in chunks:
-        m = _RULE.fullmatch(chunk)
-        if m is None:
-            return None
-        rule = _rule(chunk, m, offset, loc)
-        if rule is None:
-            return None
-        rules.append(rule)
-        offset += len(chunk) + 1
-    return ast.RuleSet(tuple(rules), path)
+_new = object.__new__
+_set = object.__setattr__
 
 
-def _blank_comment(m: re.Match) -> str:
-    found = m.group()
-    return found if found[0] == '"' else " " * len(found)
+class _Stop(Exception):
+    """The text cannot be parsed here (or not safely): the grammar takes over."""
 
 
-def _rule(chunk: str, m: re.Match, offset: int, loc) -> ast.Rule | None:
-    cmps = []
-    for c in _COND_RE.finditer(chunk, m.start("filter"), m.end("filter")):
-        const = _constant(c.group("const"), loc(offset + c.start("const")))
-        if const is None:
-            return None
-        where = loc(offset + c.start("field"))
-        op = c.group("op")
-        cmps.append(ast.Comparison(ast.Field(c.group("field"), where), "==" if op == "=" else op, const, where))
-    filt = cmps[0] if len(cmps) == 1 else ast.And(tuple(cmps), cmps[0].location)
-    ports: list[int] = []
-    fwd_loc = None
-    others: list[ast.Action] = []
-    for a in _ACTION_RE.finditer(chunk, m.start("actions"), m.end("actions")):
-        where = loc(offset + a.start())
-        if a.group("fwd"):
-            if any(len(p) > MAX_NUMBER_DIGITS for p in _PORT_RE.findall(a.group("ports"))):
+@dataclass
+class Parsed:
+    """What the fast parser read. ``rules[i]`` is None for a doubtful rule, listed in ``doubtful``;
+    ``spans[i]`` is where that rule lies (from the end of the one before, through its ';').
+    ``stopped`` means the parser could not go on after the last rule of ``rules``: the grammar reads
+    from ``stop_from`` (the start of that last rule, so that lark reaches the rest in the state the
+    whole file puts it in) to the end."""
+
+    rules: list = field(default_factory=list)
+    doubtful: list[int] = field(default_factory=list)
+    spans: dict[int, tuple[int, int]] = field(default_factory=dict)
+    stopped: bool = False
+    stop_from: int = 0  # with stopped: the offset from which lark reads (the rule before the stop)
+
+
+def parse(text: str, path: str) -> Parsed:
+    """Parse a whole rule file (BOM already stripped)."""
+    return _Parser(text, path).run()
+
+
+class _Parser:
+    def __init__(self, text: str, path: str) -> None:
+        self.text = text
+        self.path = path
+        self.newlines = [-1]
+        self.last_offset = -1
+        self.line, self.line_from, self.line_to = 1, -1, -1  # the line of the last location: (from, to)
+        self.last_loc: SourceLocation | None = None
+        find = text.find
+        at = find("\n")
+        while at >= 0:
+            self.newlines.append(at)
+            at = find("\n", at + 1)
+
+    def run(self) -> Parsed:
+        out = Parsed()
+        text, size = self.text, len(self.text)
+        rule_match, scan, kind_of = _RULE.match, _SCANNER.finditer, _KIND
+        pos = 0
+        ends = [0, 0]  # the ends of the last two rules
+        while True:
+            self.doubt = False
+            m = rule_match(text, pos)
+            rule = self.flat_rule(m) if m else None
+            if rule is not None:
+                end = m.end()
+            else:  # token by token, up to the next ';'
+                kinds, values, offsets = self.kinds, self.values, self.offsets = [], [], []
+                for t in scan(text, pos):
+                    g = t.lastindex
+                    k = kind_of[g]
+                    kinds.append(k)
+                    values.append(t if k >= CMP else t.group(g))
+                    offsets.append(t.start(g))
+                    if k == END or (k == PUNCT and values[-1] == ";"):
+                        break
+                if kinds[0] == END:
+                    return out
+                kinds.append(END)  # a sentinel: a lookahead past the ';' finds an end, not an IndexError
+                values.append("")
+                offsets.append(size)
+                self.i = 0
+                try:
+                    rule = self.rule()
+                    k = kinds[self.i]
+                    if k == PUNCT and values[self.i] == ";":
+                        end = offsets[self.i] + 1
+                    elif k == END:
+                        end = size
+                    else:
+                        raise _Stop
+                except _Stop:
+                    out.stopped = True
+                    out.stop_from = ends[-2] if out.rules else 0
+                    return out
+                if self.doubt:
+                    out.doubtful.append(len(out.rules))
+                    out.spans[len(out.rules)] = (ends[-1], end)
+                    rule = None
+            out.rules.append(rule)
+            ends = [ends[-1], end]
+            pos = end
+
+    def flat_rule(self, m: re.Match) -> ast.Rule | None:
+        """The Rule of a _RULE match, or None (and the rule read token by token) if anything in it
+        is doubtful. The usual rule is read here without further calls (this is the hot loop)."""
+        groups = m.groups()
+        start = m.start
+        self.loc(start(2) if groups[1] else start(3))  # puts the line cache on the rule's first line
+        if m.end() <= self.line_to:  # the whole rule on one line: columns by subtraction
+            path, line, before = self.path, self.line, self.line_from
+
+            def loc(offset: int) -> SourceLocation:
+                made = _new(SourceLocation)
+                _set(made, "file", path)
+                _set(made, "line", line)
+                _set(made, "column", offset - before)
+                return made
+        else:
+            loc = self.loc
+        conjunctions: list[list] = [[]]
+        for base in _SLOT_BASES:
+            name = groups[base + 2]
+            if name is None:
+                break
+            where = loc(start(base + 3))
+            text = groups[base + 4]
+            if text[0] == '"':
+                raw = text[1:-1]
+                value = ast.String(rule_build.unescape(raw) if "\\" in raw else raw, loc(start(base + 5)))
+            elif text.isdigit() and len(text) <= MAX_NUMBER_DIGITS:
+                value = ast.Number(int(text), False, loc(start(base + 5)))
+            else:
+                value = self.literal(text, loc(start(base + 5)))
+                if value is None:
+                    return None
+            item = ast.Comparison(ast.Field(name, where), _OPS.get(groups[base + 3], "prefix"), value, where)
+            if groups[base + 1]:
+                item = ast.Not(item, loc(start(base + 2)))
+            join = groups[base]
+            if join and join[0] not in "aA&^∧":  # or: and binds tighter
+                conjunctions.append([item])
+            else:
+                conjunctions[-1].append(item)
+        ors = [c[0] if len(c) == 1 else ast.And(tuple(c), c[0].location) for c in conjunctions]
+        where = ors[0].location
+        filt = ors[0] if len(ors) == 1 else ast.Or(tuple(ors), where)
+        ports = groups[_FWD_GROUP]
+        if groups[_FWD_GROUP + 4]:  # several actions
+            first = max(start(_FWD_GROUP), start(_FWD_GROUP + 2), start(_FWD_GROUP + 3))
+            items = [self.action(a) for a in _ACTION_RE.finditer(self.text, first, m.end(_FWD_GROUP + 5))]
+            return None if None in items else ast.Rule(filt, rule_build.merge_actions(items), where)
+        if ports is not None and ports.isdigit() and len(ports) <= MAX_NUMBER_DIGITS:  # fwd(N)
+            return ast.Rule(filt, (ast.Forward((int(ports),), loc(start(_FWD_GROUP))),), where)
+        action = self.action(m, _FWD_GROUP - 1)
+        return None if action is None else ast.Rule(filt, (action,), where)
+
+    def action(self, m: re.Match, at: int = 0):
+        """The action of an _ACTION_RE match (or of _RULE's first action, its groups after ``at``)."""
+        ports, drop, name = m.group(at + 2, at + 3, at + 4)
+        loc = self.loc
+        if ports is not None:
+            if "," in ports:
+                found = _PORT_RE.findall(ports)
+                if any(len(p) > MAX_NUMBER_DIGITS for p in found):
+                    return None
+                numbers = tuple(sorted({int(p, 16) if p[1:2] in ("x", "X") else int(p) for p in found}))
+            elif len(ports) > MAX_NUMBER_DIGITS:
                 return None
-            ports.extend(int(p, 16) if p[:2].lower() == "0x" else int(p) for p in _PORT_RE.findall(a.group("ports")))
-            fwd_loc = fwd_loc or where
-        elif ast.Drop() not in others:
-            others.append(ast.Drop(where))
-    actions = ((ast.Forward(tuple(sorted(set(ports))), fwd_loc),) if ports else ()) + tuple(others)
-    return ast.Rule(filt, actions, cmps[0].location)
+            else:
+                numbers = (int(ports, 16) if ports[1:2] in ("x", "X") else int(ports),)
+            return ast.Forward(numbers, loc(m.start(at + 1)))
+        if drop is not None:
+            return ast.Drop(loc(m.start(at + 3)))
+        values = []
+        for a in _ARG_RE.finditer(self.text, m.start(at + 5), m.end(at + 5)):
+            value = self.literal(a.group(), loc(a.start()))
+            if value is None:
+                return None
+            values.append(value)
+        return ast.Call(name, tuple(values), loc(m.start(at + 4)))
+
+    def literal(self, text: str, at: SourceLocation):
+        """The constant a _RULE literal stands for (a bare name is a string), None if doubtful."""
+        c = text[0]
+        if c == '"':
+            return ast.String(rule_build.unescape(text[1:-1]), at)
+        if text.isdigit():
+            return ast.Number(int(text), False, at) if len(text) <= MAX_NUMBER_DIGITS else None
+        if ":" in text or "/" in text or text.count(".") == 3:
+            address, _, length = text.partition("/")
+            length = length.strip()
+            if len(length) > MAX_NUMBER_DIGITS:
+                return None
+            node = (_colon if ":" in text else _ipv4)(address.strip(), length, at)
+            return None if type(node) is str else node
+        if c.isdigit():
+            if len(text) > MAX_NUMBER_DIGITS:
+                return None
+            if text[1:2] in ("x", "X"):
+                return ast.Number(int(text, 16), True, at)
+            return ast.Number(Decimal(text), False, at)
+        return ast.String(text, at)
+
+    # -- helpers ----------------------------------------------------------------------------
+    def loc(self, offset: int) -> SourceLocation:
+        """The location of a token; a rule, its first comparison and its field share one object."""
+        if offset == self.last_offset:
+            return self.last_loc
+        if not self.line_from < offset < self.line_to:  # not on the line of the last location
+            nl = self.newlines
+            line = bisect_left(nl, offset)
+            self.line, self.line_from = line, nl[line - 1]
+            self.line_to = nl[line] if line < len(nl) else len(self.text)
+        loc = _new(SourceLocation)  # SourceLocation(...) without the frozen dataclass's __init__
+        _set(loc, "file", self.path)
+        _set(loc, "line", self.line)
+        _set(loc, "column", offset - self.line_from)
+        self.last_offset = offset
+        self.last_loc = loc
+        return loc
+
+    def expect(self, char: str) -> None:
+        if self.kinds[self.i] == PUNCT and self.values[self.i] == char:
+            self.i += 1
+        else:
+            raise _Stop
+
+    def number(self, text: str) -> bool:
+        """False (and the rule doubtful) for a number longer than the grammar lets through."""
+        if len(text) > MAX_NUMBER_DIGITS:
+            self.doubt = True
+            return False
+        return True
+
+    # -- rules ------------------------------------------------------------------------------
+    def rule(self) -> ast.Rule:
+        i = self.i
+        where = self.loc(self.offsets[i])
+        filt = self.conjunction_of_comparisons() if self.kinds[i] == CMP else None
+        if filt is None:
+            self.i = i
+            filt = self.disjunction(2)
+        self.expect(":")
+        kinds, values = self.kinds, self.values
+        i = self.i
+        if kinds[i] == FWD1 and (kinds[i + 1] == END or (kinds[i + 1] == PUNCT and values[i + 1] == ";")):
+            port = values[i].group(6)  # the usual single fwd(port): no actions to merge
+            if self.number(port):
+                self.i = i + 1
+                forward = ast.Forward((int(port, 16) if port[1:2] in ("x", "X") else int(port),), self.loc(self.offsets[i]))
+                return ast.Rule(filt, (forward,), where)
+        return ast.Rule(filt, self.actions(), where)
+
+    def conjunction_of_comparisons(self):
+        """The usual filter, ``h.f OP c (and h.f OP c)*`` up to the ':', without the general descent
+        (None, and the tokens left for it, when the filter is anything else)."""
+        kinds, values = self.kinds, self.values
+        i = self.i
+        items = []
+        while True:
+            self.i = i + 1
+            items.append(self.comparison(values[i], self.offsets[i]))
+            i = self.i
+            k = kinds[i]
+            if (k == AND or (k == WORD and values[i] in AND_WORDS)) and kinds[i + 1] == CMP:
+                i += 1
+            elif k == PUNCT and values[i] == ":":
+                return items[0] if len(items) == 1 else ast.And(tuple(items), items[0].location)
+            else:
+                return None
+
+    def actions(self) -> tuple:
+        kinds, values, offsets = self.kinds, self.values, self.offsets
+        items = []
+        while True:
+            i = self.i
+            k, v = kinds[i], values[i]
+            if k == FWD1:
+                self.i = i + 1
+                port = v.group(6)
+                if self.number(port):
+                    items.append(ast.Forward((int(port, 16) if port[1:2] in ("x", "X") else int(port),),
+                                             self.loc(offsets[i])))
+            elif k == WORD and v == "fwd":
+                self.i = i + 1
+                self.expect("(")
+                ports = [self.port()]
+                while kinds[self.i] == PUNCT and values[self.i] == ",":
+                    self.i += 1
+                    ports.append(self.port())
+                self.expect(")")
+                items.append(ast.Forward(tuple(ports), self.loc(offsets[i])))
+            elif k == WORD and v == "drop":
+                self.i = i + 1
+                if kinds[self.i] == PUNCT and values[self.i] == "(":
+                    self.i += 1
+                    self.expect(")")
+                items.append(ast.Drop(self.loc(offsets[i])))
+            elif k == WORD and "." not in v:
+                self.i = i + 1
+                self.expect("(")
+                args = []
+                if not (kinds[self.i] == PUNCT and values[self.i] == ")"):
+                    args.append(self.operand())
+                    while kinds[self.i] == PUNCT and values[self.i] == ",":
+                        self.i += 1
+                        args.append(self.operand())
+                self.expect(")")
+                items.append(ast.Call(v, tuple(args), self.loc(offsets[i])))
+            elif k == INT:  # p4pubsub's first compiler's ': N;', an error the grammar words
+                self.i = i + 1
+                self.doubt = True
+            else:
+                raise _Stop
+            if kinds[self.i] == PUNCT and values[self.i] == ",":
+                self.i += 1
+            else:
+                break
+        return rule_build.merge_actions(items)
+
+    def port(self) -> int:
+        k, v = self.kinds[self.i], self.values[self.i]
+        self.i += 1
+        if k == INT:
+            return int(v) if self.number(v) else 0
+        if k == HEX:
+            return int(v, 16) if self.number(v) else 0
+        raise _Stop
+
+    # -- filters ----------------------------------------------------------------------------
+    # ``depth`` bounds from above the depth of lark's tree at the parent of what is parsed (the rule
+    # is at 2): the fast parser stops before anything nears MAX_NESTING, and recursion stays shallow.
+    def disjunction(self, depth: int):
+        return self.joined(depth, OR, OR_WORDS, ast.Or, self.conjunction)
+
+    def conjunction(self, depth: int):
+        return self.joined(depth, AND, AND_WORDS, ast.And, self.negation)
+
+    def joined(self, depth: int, symbol: int, words: frozenset, kind: type, operand):
+        """``operand (joiner operand)*`` as one ``kind`` node, a parenthesised ``kind`` flattened into
+        it (lark's or_expr and and_expr); a lone operand stays itself."""
+        start = self.offsets[self.i]
+        first = operand(depth + 1)
+        k, v = self.kinds[self.i], self.values[self.i]
+        if not (k == symbol or (k == WORD and v in words)):
+            return first
+        items = list(first.items) if type(first) is kind else [first]
+        while k == symbol or (k == WORD and v in words):
+            self.i += 1
+            item = operand(depth + 1)
+            if type(item) is kind:
+                items.extend(item.items)
+            else:
+                items.append(item)
+            k, v = self.kinds[self.i], self.values[self.i]
+        return kind(tuple(items), self.loc(start))
+
+    def negation(self, depth: int):
+        kinds, values = self.kinds, self.values
+        k = kinds[self.i]
+        if not (k == NOT or (k == WORD and values[self.i] in NOT_WORDS)):
+            return self.atom(depth)
+        starts = []
+        while k == NOT or (k == WORD and values[self.i] in NOT_WORDS):
+            starts.append(self.offsets[self.i])
+            self.i += 1
+            k = kinds[self.i]
+        item = self.atom(depth + len(starts))
+        for start in reversed(starts):
+            item = ast.Not(item, self.loc(start))
+        return item
+
+    def atom(self, depth: int):
+        if depth + 4 > MAX_NESTING:
+            raise _Stop  # lark measures it and says where
+        i = self.i
+        k, v = self.kinds[i], self.values[i]
+        if k == PUNCT and v == "(":
+            self.i = i + 1
+            inner = self.disjunction(depth)
+            self.expect(")")
+            return inner
+        if k == WORD and v in _FILTER_KEYWORDS:
+            if v in NOT_WORDS:
+                raise _Stop  # pragma: no cover - negation() takes every 'not'
+            self.i = i + 1
+            return ast.Const(v in TRUE_WORDS, self.loc(self.offsets[i]))
+        if k == KWORD:
+            raise _Stop  # 'not.x' where a filter starts: the keyword, then an error
+        if k == CMP:
+            self.i = i + 1
+            return self.comparison(v, self.offsets[i])
+        left = self.operand(depth + 1)
+        k, v = self.kinds[self.i], self.values[self.i]
+        if k == OP:
+            op = "==" if v == "=" else v
+        elif k == WORD and v in PREFIX_WORDS:
+            op = "prefix"
+        else:
+            raise _Stop
+        self.i += 1
+        right = self.operand(depth + 1)
+        oriented = rule_build.orient(left, op, right)
+        if type(oriented) is str:
+            self.doubt = True
+            return ast.Const(False)
+        return ast.Comparison(*oriented, left.location)
+
+    def comparison(self, m: re.Match, start: int):
+        """A CMP token: ``h.f OP constant``, the constant a string or a number (an IPv4 address may
+        take its prefix length after it)."""
+        name, op, text = m.group(2, 3, 4)
+        where = self.loc(start)
+        at = self.loc(m.start(4))
+        if op == "=":
+            op = "=="
+        elif op[0] not in "<>!=":
+            op = "prefix"
+        c = text[0]
+        if c == '"':
+            value = ast.String(rule_build.unescape(text[1:-1]), at)
+        elif not self.number(text):
+            value = ast.Number(0)
+        elif text[1:2] in ("x", "X"):
+            value = ast.Number(int(text, 16), True, at)
+        elif "." not in text:
+            value = ast.Number(int(text), False, at)
+        elif text.count(".") == 1:
+            value = ast.Number(Decimal(text), False, at)
+        else:
+            value = self.address(IPV4, text, at)
+        return ast.Comparison(ast.Field(name, where), op, value, where)
+
+    # -- operands ---------------------------------------------------------------------------
+    def operand(self, depth: int = 4):
+        """An attribute or a constant (the grammar's ``operand`` and ``arg``)."""
+        i = self.i
+        k, v = self.kinds[i], self.values[i]
+        self.i = i + 1
+        if k == WORD or k == KWORD:
+            if "." in v:
+                return ast.Field(v, self.loc(self.offsets[i]))
+            if self.kinds[i + 1] == PUNCT and self.values[i + 1] == "(":
+                return self.aggregate(i, depth)
+            return ast.StateVar(v, self.loc(self.offsets[i]))
+        if k == STRING:
+            return ast.String(rule_build.unescape(v[1:-1]), self.loc(self.offsets[i]))
+        if k == INT:
+            return ast.Number(int(v) if self.number(v) else 0, False, self.loc(self.offsets[i]))
+        if k == HEX:
+            return ast.Number(int(v, 16) if self.number(v) else 0, True, self.loc(self.offsets[i]))
+        if k == DECIMAL:
+            return ast.Number(Decimal(v) if self.number(v) else 0, False, self.loc(self.offsets[i]))
+        if k == IPV4 or k == ADDRESS:
+            return self.address(k, v, self.loc(self.offsets[i]))
+        raise _Stop
+
+    def address(self, kind: int, text: str, where: SourceLocation):
+        """An IPv4, IPv6 or MAC address (just read), with the prefix length after it if any."""
+        if self.kinds[self.i] == PUNCT and self.values[self.i] == "/":
+            if self.kinds[self.i + 1] != INT:
+                raise _Stop
+            length = self.values[self.i + 1]
+            self.i += 2
+            if not self.number(length):
+                return ast.Number(0)
+        else:
+            length = ""
+        node = (_ipv4 if kind == IPV4 else _colon)(text, length, where)
+        if type(node) is str:
+            self.doubt = True
+            return ast.Number(0)
+        return node
+
+    def aggregate(self, i: int, depth: int):
+        """``NAME ( attribute )``, the name at token i and the '(' next."""
+        if depth + 2 > MAX_NESTING:
+            raise _Stop
+        self.i = i + 2
+        k, v = self.kinds[self.i], self.values[self.i]
+        if k != WORD and k != KWORD:
+            raise _Stop
+        if "." in v:
+            self.i += 1
+            arg = ast.Field(v, self.loc(self.offsets[self.i - 1]))
+        elif self.kinds[self.i + 1] == PUNCT and self.values[self.i + 1] == "(":
+            arg = self.aggregate(self.i, depth + 1)
+        else:
+            self.i += 1
+            arg = ast.StateVar(v, self.loc(self.offsets[self.i - 1]))
+        self.expect(")")
+        function = self.values[i]
+        if function.lower() not in ast.AGGREGATES:
+            self.doubt = True
+        return ast.Aggregate(function.lower(), arg, self.loc(self.offsets[i]))
 
 
-def _constant(text: str, where: SourceLocation) -> ast.Constant | None:
-    if len(text) > MAX_NUMBER_DIGITS and text[0] != '"':
-        return None  # the grammar says how long is too long
-    if text[0] == '"':
-        return ast.String(text[1:-1], where)
-    if text[:2].lower() == "0x":
-        return ast.Number(int(text, 16), True, where)
-    if text.count(".") == 3:
-        try:
-            net = ipaddress.IPv4Network(_WS.sub("", text), strict=True)
-        except ValueError:
-            return None  # let the grammar report it
-        return ast.IPAddress(4, int(net.network_address), net.prefixlen, where)
-    if "." in text:
-        return ast.Number(Decimal(text), False, where)
-    return ast.Number(int(text), False, where)
+def _ipv4(address: str, length: str, where: SourceLocation) -> ast.IPAddress | str:
+    """rule_build.ipv4 of ``address/length`` (``length`` may be empty) without the ipaddress module
+    in the usual case (no leading zeros, no host bits); anything else goes through rule_build.ipv4,
+    which says what is wrong."""
+    octets = [int(octet) for octet in address.split(".")]
+    if max(octets) > 255 or ".".join(map(str, octets)) != address:  # too big, or leading zeros
+        return rule_build.ipv4(f"{address}/{length}" if length else address, where)
+    value = octets[0] << 24 | octets[1] << 16 | octets[2] << 8 | octets[3]
+    if not length:
+        return ast.IPAddress(4, value, 32, where)
+    plen = int(length)
+    if plen > 32 or value & ((1 << (32 - plen)) - 1):
+        return rule_build.ipv4(f"{address}/{length}", where)
+    return ast.IPAddress(4, value, plen, where)
+
+
+def _colon(address: str, length: str, where: SourceLocation) -> ast.IPAddress | ast.MACAddress | str:
+    """rule_build.colon_address of ``address/length`` without the ipaddress module for well-formed
+    MAC and IPv6 addresses (each group at most 4 hex digits, as the scanner's ADDRESS reads them);
+    anything else goes through rule_build.colon_address."""
+    head, double, tail = address.partition("::")
+    if double:
+        heads = head.split(":") if head else []
+        tails = tail.split(":") if tail else []
+        groups = heads + ["0"] * (8 - len(heads) - len(tails)) + tails
+        regular = len(heads) + len(tails) <= 7 and "" not in heads and "" not in tails
+    else:
+        groups = address.split(":")
+        if not length and len(groups) == 6 and all(len(g) == 2 for g in groups):
+            return ast.MACAddress(int("".join(groups), 16), where)
+        regular = len(groups) == 8 and "" not in groups
+    if regular:
+        value = int("".join(g.rjust(4, "0") for g in groups), 16)
+        plen = int(length) if length else 128
+        if plen <= 128 and not value & ((1 << (128 - plen)) - 1):
+            return ast.IPAddress(6, value, plen, where)
+    return rule_build.colon_address(f"{address}/{length}" if length else address, where)

@@ -7,7 +7,7 @@ line and column and a label a user can act on ("missing ':' before the actions")
 
 from __future__ import annotations
 
-import ipaddress
+import gc
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -18,15 +18,13 @@ from pathlib import Path
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
+from compiler import fastparse, rule_build
 from compiler import rules as ast
+from compiler.fastparse import MAX_NESTING
 from compiler.errors import ParseError, P4subError, SourceLocation, raise_all
 from compiler.inputs import read_text, strip_bom
 from compiler.values import MAX_NUMBER_DIGITS
 from grammar import grammar_text
-
-#: Deepest parse tree a rule file may have: a rule is about 6 levels, each `not`, `and`-inside-`or`
-#: or parenthesised `or` adds one or two; the passes after parsing recurse once per level.
-MAX_NESTING = 100
 
 
 @lru_cache(maxsize=1)
@@ -77,22 +75,69 @@ _ERROR_EXAMPLES: dict[str, list[str]] = {
 def parse_rules(text: str, path: str = "<rules>") -> ast.RuleSet:
     """Parse the text of a rule file. Raises ParseError with the location of the first syntax error.
 
-    Files made only of plain conjunctions (what workload generators and controllers emit by the
-    hundred thousand) take a regular-expression fast path that builds the very same AST, locations
-    included; anything else, and any error, goes through the lark grammar.
+    The hand-written parser (compiler/fastparse.py) reads every valid file, in every spelling, into
+    the AST the grammar would build; the grammar reads only what that parser could not vouch for (a
+    rule whose meaning is an error, text from a syntax error on), so that every error is worded
+    and located by the grammar, as if it had read the whole file. The garbage collector is paused
+    meanwhile: it would walk the growing AST again and again and cost more than the parsing.
     """
-    from compiler.fastparse import parse_flat
-
     text = strip_bom(text)
     if not text.isascii():
         _refuse_non_ascii_digits(text, path)
-    fast = parse_flat(text, path)
-    if fast is not None:
-        return fast
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        fast = fastparse.parse(text, path)
+        if not fast.stopped and not fast.doubtful:
+            return ast.RuleSet(tuple(fast.rules), path)
+        return _with_grammar(text, path, fast)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _with_grammar(text: str, path: str, fast: fastparse.Parsed) -> ast.RuleSet:
+    """Have the grammar read the rules the fast parser left to it, in a copy of the text where every
+    other rule is blanked out (newlines kept, so lines and columns stay), and put them in place.
+
+    The grammar's errors are what it would report on the whole file: the blanked rules are valid
+    rules without errors, so they would add none, and when the fast parser stopped, the text from
+    the rule before the stop on is kept whole, so lark reaches the stop in the state the whole file
+    would have put it in (after some rule's ';')."""
+    kept = list(fast.doubtful)  # indices into fast.rules of the rules the grammar reads
+    spans = [fast.spans[i] for i in kept]
+    if fast.stopped:  # the last rule read, then all the rest
+        last = len(fast.rules) - 1
+        if kept and kept[-1] == last:
+            kept.pop()
+            spans.pop()
+        if last >= 0:
+            kept.append(last)
+        spans.append((fast.stop_from, len(text)))
+    pieces, at = [], 0
+    for start, end in spans:
+        pieces.append(_blank(text[at:start]))
+        pieces.append(text[start:end])
+        at = end
+    pieces.append(_blank(text[at:]))
+    read = _grammar_rules("".join(pieces), text, path).rules
+    out = list(fast.rules)
+    for slot, rule in zip(kept, read):
+        out[slot] = rule
+    out.extend(read[len(kept):])
+    return ast.RuleSet(tuple(out), path)
+
+
+def _blank(text: str) -> str:
+    return "\n".join(" " * len(line) for line in text.split("\n"))
+
+
+def _grammar_rules(text: str, original: str, path: str) -> ast.RuleSet:
+    """The lark grammar's reading of ``text`` (``original`` is the file's text, for error messages)."""
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as exc:
-        raise _syntax_error(exc, text, path) from None
+        raise _syntax_error(exc, original, path) from None
     _check_tree(tree, path)
     to_ast = _ToAst(path)
     try:
@@ -216,17 +261,7 @@ class _ToAst(Transformer):
         if old:
             self.errors.append(self._old_actions(items, old[0].location))
             items = [i for i in items if not isinstance(i, _OldPort)]
-        ports: list[int] = []
-        fwd_loc = None
-        others: list[ast.Action] = []
-        for item in items:
-            if isinstance(item, ast.Forward):
-                ports.extend(item.ports)
-                fwd_loc = fwd_loc or item.location
-            elif item not in others:
-                others.append(item)
-        out: list[ast.Action] = [ast.Forward(tuple(sorted(set(ports))), fwd_loc)] if ports else []
-        return tuple(out + others)
+        return rule_build.merge_actions(items)
 
     @staticmethod
     def _old_actions(items: list, location: SourceLocation | None) -> ParseError:
@@ -287,26 +322,10 @@ class _ToAst(Transformer):
     def comparison(self, meta, items):
         left, op_tok, right = items
         op = str(op_tok).lower()
-        op = "==" if op == "=" else op
-        attribute, op, value = self._orient(left, op, right, meta)
-        return ast.Comparison(attribute, op, value, self._loc(meta))
-
-    def _orient(self, left, op: str, right, meta):
-        """Return (attribute, op, constant). A bare name is a string constant unless it must be the attribute."""
-        attrs = (ast.Field, ast.Aggregate, ast.StateVar)
-        if isinstance(left, attrs) and isinstance(right, ast.StateVar):
-            right = ast.String(right.name, right.location)  # h.f == GOOGL, v == GOOGL
-        elif isinstance(left, ast.StateVar) and isinstance(right, attrs):
-            left = ast.String(left.name, left.location)  # GOOGL == h.f
-        if isinstance(left, attrs) and isinstance(right, attrs):
-            raise self._err("both sides of the comparison are attributes; one must be a constant", meta)
-        if isinstance(left, attrs):
-            return left, op, right
-        if isinstance(right, attrs):
-            if op == "prefix":
-                raise self._err("'prefix' takes the attribute on the left: h.f prefix \"ABC\"", meta)
-            return right, ast.FLIPPED[op], left
-        raise self._err("both sides of the comparison are constants; one must be an attribute (header.field)", meta)
+        oriented = rule_build.orient(left, "==" if op == "=" else op, right)
+        if isinstance(oriented, str):
+            raise self._err(oriented, meta)
+        return ast.Comparison(*oriented, self._loc(meta))
 
     # -- attributes -------------------------------------------------------------------------
     def field(self, meta, items):
@@ -327,16 +346,7 @@ class _ToAst(Transformer):
         return items[0]
 
     def string(self, meta, items):
-        raw = str(items[0])[1:-1]
-        out, i = [], 0
-        while i < len(raw):
-            if raw[i] == "\\" and i + 1 < len(raw):
-                out.append(raw[i + 1])
-                i += 2
-            else:
-                out.append(raw[i])
-                i += 1
-        return ast.String("".join(out), self._loc(meta))
+        return ast.String(rule_build.unescape(str(items[0])[1:-1]), self._loc(meta))
 
     def hex(self, meta, items):
         return ast.Number(int(str(items[0]), 16), True, self._loc(meta))
@@ -348,27 +358,15 @@ class _ToAst(Transformer):
         return ast.Number(int(str(items[0])), False, self._loc(meta))
 
     def ipv4(self, meta, items):
-        text = _address_text(items)
-        try:
-            net = ipaddress.IPv4Network(text, strict=False)
-        except ValueError as exc:
-            raise self._err(f"bad IPv4 address {text!r}: {exc}", meta) from None
-        if "/" in text and int(ipaddress.IPv4Address(text.split("/")[0])) != int(net.network_address):
-            raise self._err(f"IPv4 prefix {text!r} has host bits set; did you mean {net}?", meta)
-        return ast.IPAddress(4, int(net.network_address), net.prefixlen, self._loc(meta))
+        return self._checked(rule_build.ipv4(_address_text(items), self._loc(meta)), meta)
 
     def colon_address(self, meta, items):
-        text = _address_text(items)
-        parts = text.split(":")
-        if "/" not in text and len(parts) == 6 and all(len(p) == 2 for p in parts):
-            return ast.MACAddress(int("".join(parts), 16), self._loc(meta))
-        try:
-            net = ipaddress.IPv6Network(text, strict=False)
-        except ValueError as exc:
-            raise self._err(f"bad IPv6 or MAC address {text!r}: {exc}", meta) from None
-        if "/" in text and int(ipaddress.IPv6Address(text.split("/")[0])) != int(net.network_address):
-            raise self._err(f"IPv6 prefix {text!r} has host bits set; did you mean {net}?", meta)
-        return ast.IPAddress(6, int(net.network_address), net.prefixlen, self._loc(meta))
+        return self._checked(rule_build.colon_address(_address_text(items), self._loc(meta)), meta)
+
+    def _checked(self, node, meta):
+        if isinstance(node, str):
+            raise self._err(node, meta)
+        return node
 
 
 def _address_text(items: list[Token]) -> str:
