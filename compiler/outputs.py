@@ -9,6 +9,10 @@ Output directories (``compile``, ``route``) go the same way as a whole (:func:`s
 into a staging directory beside the target, given a manifest (:mod:`compiler.manifest`), and swapped
 with the old directory in one rename, so that a re-run cannot leave the files of the previous one
 (a stale ``program.p4`` beside a ``--target none`` pipeline, the switches of another topology).
+
+Report directories (``--report`` of replay, netsim, eval) are added to rather than replaced, since
+users keep reports of several runs side by side (:func:`staged_report`): the files are written into a
+staging directory and each renamed over its namesake only when the whole report is done.
 """
 
 from __future__ import annotations
@@ -132,6 +136,50 @@ def staged_outputs(out: str | os.PathLike[str], kind: str, file: str | os.PathLi
         return
     with staged(file) as tmp, staged_dir(out, kind, argv) as stage:
         yield stage, Path(tmp)
+
+
+def report_dir(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a report directory (absent, or a directory), or P4subError: checked before the work
+    too, so that a long replay is not thrown away because its report cannot be written."""
+    target = Path(os.path.abspath(path))
+    if target.exists() and not target.is_dir():
+        raise P4subError(f"{path}: is a file, not a report directory")
+    ancestor = target
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise P4subError(f"{path}: {ancestor} is a file, so no report directory can be made under it")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise P4subError(f"{path}: cannot write under {ancestor}: permission denied")
+    return target
+
+
+@contextlib.contextmanager
+def staged_report(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A staging directory for a report's files; when the block succeeds each is renamed into ``path``
+    (made if missing) over the file of the same name, other files staying. On any failure, SIGINT
+    included, the staging directory is removed and ``path`` is untouched."""
+    target = report_dir(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".staging", dir=target.parent))
+    except OSError as exc:
+        raise P4subError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    try:
+        yield stage
+        blocked = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+        try:
+            for file in sorted(f for f in stage.rglob("*") if not f.is_dir()):
+                dest = target / file.relative_to(stage)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(file, dest)
+        except OSError as exc:
+            raise P4subError(f"{path}: cannot put the report in place: {exc.strerror or exc}") from None
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 _RENAME_EXCHANGE = 2

@@ -12,6 +12,7 @@ from compiler.delivery import SCHEMES
 from compiler.delivery.evaluation import EvalConfig, evaluate
 from compiler.delivery.report import markdown_table, write_report
 from compiler.errors import P4subError
+from compiler.outputs import report_dir, staged_report
 from compiler.topology import parse_topology_arg
 
 EXAMPLE = "p4sub eval delivery --topology jellyfish:255 --subscribers 10-90 --runs 100 --seed 1 --report out/delivery"
@@ -88,13 +89,14 @@ def run_delivery(args: argparse.Namespace) -> int:
         split=args.split,
         static_share=args.static_share,
     )
+    if args.report:
+        report_dir(args.report)
     topology = parse_topology_arg(args.topology, seed=args.seed)
     report = evaluate(topology, config, None if args.quiet else Progress())
     report["topology"]["spec"] = args.topology
     sys.stdout.write(markdown_table(report))
     if args.report:
-        for path in write_report(report, args.report, plots=not args.no_plots):
-            print(f"wrote {path}", file=sys.stderr)
+        report_files(args.report, lambda stage: write_report(report, stage, plots=not args.no_plots))
     return 0
 
 
@@ -185,13 +187,14 @@ def run_vt(args: argparse.Namespace) -> int:
         messages=defaults.messages if args.messages is None else args.messages, seed=args.seed, payload=args.payload,
         publisher_share=args.publishers / 100, mode=args.mode, prefilter=not args.no_prefilter,
     )
+    if args.report:
+        report_dir(args.report)
     topology = parse_topology_arg(args.topology, seed=args.seed)
     report = evaluate(topology, config, None if args.quiet else Progress())
     report["topology"]["spec"] = args.topology
     sys.stdout.write(markdown(report))
     if args.report:
-        for path in write_report(report, args.report, plots=not args.no_plots):
-            print(f"wrote {path}", file=sys.stderr)
+        report_files(args.report, lambda stage: write_report(report, stage, plots=not args.no_plots))
     return 0
 
 
@@ -216,6 +219,8 @@ def run_churn(args: argparse.Namespace) -> int:
         payload=args.payload, mode=args.mode, prefilter=not args.no_prefilter,
     )
     specs = _topology_specs(args.topology)
+    if args.report:
+        report_dir(args.report)
     topologies = [(spec, parse_topology_arg(spec, seed=args.seed)) for spec in specs]  # every name checked first
     reports = []
     for spec, topology in topologies:
@@ -226,18 +231,16 @@ def run_churn(args: argparse.Namespace) -> int:
             sys.stdout.write(markdown(report))
         if args.report:
             outdir = Path(args.report) / _dir_name(spec) if len(specs) > 1 else Path(args.report)
-            for path in write_report(report, outdir, plots=not args.no_plots):
-                print(f"wrote {path}", file=sys.stderr)
+            report_files(outdir, lambda stage: write_report(report, stage, plots=not args.no_plots))
     if len(specs) > 1:
         table = survey_markdown(reports)
         sys.stdout.write(table)
         if args.report:
-            (Path(args.report) / "survey.md").write_text(table, encoding="utf-8")
-            written = [Path(args.report) / "survey.md"]
-            if not args.no_plots:
-                written.append(survey_plot(reports, Path(args.report) / "vt_survey.png"))
-            for path in written:
-                print(f"wrote {path}", file=sys.stderr)
+            def survey(stage: Path) -> list[Path]:
+                (stage / "survey.md").write_text(table, encoding="utf-8")
+                return [stage / "survey.md"] + ([] if args.no_plots else [survey_plot(reports, stage / "vt_survey.png")])
+
+            report_files(args.report, survey)
     return 0
 
 
@@ -254,3 +257,12 @@ def _dir_name(spec: str) -> str:
     """A report directory for one topology of a survey: ``zoo:Dfn`` -> ``Dfn``, ``a/b.graphml`` -> ``b``."""
     kind, _, rest = spec.partition(":")
     return rest if kind == "zoo" and rest else Path(spec).stem.replace(":", "-").replace(",", "-")
+
+
+def report_files(report: str | Path, write) -> None:
+    """Run ``write(stage)`` into a staged report directory (compiler.outputs.staged_report): the files
+    appear in ``report`` only when all are written; say where each went."""
+    with staged_report(report) as stage:
+        paths = write(stage)
+    for path in paths:
+        print(f"wrote {Path(report) / Path(path).relative_to(stage)}", file=sys.stderr)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from compiler.cli import add_command
 from compiler.errors import P4subError
+from compiler.outputs import report_dir, staged_report
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +33,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise P4subError("--limit must be at least 1")
+    if args.report:
+        report_dir(args.report)
     network = load_network(args.out)
     spec = None
     if args.spec:
@@ -53,8 +57,9 @@ def run(args: argparse.Namespace) -> int:
     if report["lost_copies"]:
         print(f"warning: {report['lost_copies']} copies went to ports the switches lack")
     if args.report:
-        paths = write_report(report, args.report)
-        print("wrote " + ", ".join(str(p) for p in paths))
+        with staged_report(args.report) as stage:
+            paths = write_report(report, stage)
+        print("wrote " + ", ".join(str(Path(args.report) / p.relative_to(stage)) for p in paths))
     else:
         print(json.dumps(report["host_totals"]))
     return 0

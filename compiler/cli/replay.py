@@ -12,6 +12,7 @@ Exit status: 0, or 1 when some port missed a message it subscribed to (a false n
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -22,6 +23,7 @@ from pathlib import Path
 from compiler import ir
 from compiler.cli import add_command
 from compiler.errors import P4subError
+from compiler.outputs import report_dir, staged_report
 from compiler.inputs import check_regular, read_text
 from compiler.lang import read_rules
 from compiler.spec import Spec
@@ -145,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
         storage.file_size(trace)
         require_packets(trace)  # an empty trace is refused, not replayed as "0 messages"
     check_regular(rules_path(args), "rule file")
+    if args.report:
+        report_dir(args.report)
     stages: dict[str, float] = {"start": process_age()}  # the interpreter and imports, before run()
     clock, cpu_clock = time.perf_counter(), time.process_time()
     cpu: dict[str, float] = {"start": cpu_clock}  # the driver's CPU seconds (all its threads) per stage
@@ -200,22 +204,25 @@ def run(args: argparse.Namespace) -> int:
     stages["split"] += result.timings["split"]
     stages["job"] = result.timings["job"]
     stages["driver"] = max(0.0, replayed - result.timings["split"] - result.timings["job"])
-    data = write_report(result, args.report, plotting) if args.report else summary(result)
-    lap("report")
-    stopping.join()
-    lap("stop")
-    order = ("start", "rules", "index", "session", "split", "job", "driver", "report", "stop")
-    stages = {k: stages[k] for k in order}
-    total = sum(stages.values())
-    data["command"] = {"seconds": round(total, 3), "messages_per_s": round(data["messages"] / total) if total else 0,
-                       "stages_s": {k: round(v, 3) for k, v in stages.items()},
-                       "spark_start_s": round(starting.seconds or 0.0, 3),
-                       "driver_cpu_s": round(time.process_time(), 3),
-                       "driver_cpu_stages_s": {k: round(v, 3) for k, v in cpu.items()},
-                       "load_average": list(os.getloadavg())}
-    data["throughput"]["end_to_end_messages_per_s"] = data["messages"] / total if total else 0.0
-    if args.report:
-        (Path(args.report) / "summary.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    report = staged_report(args.report) if args.report else contextlib.nullcontext(None)
+    with report as stage:  # the report's files appear together, when summary.json is written too
+        data = write_report(result, stage, plotting) if stage else summary(result)
+        lap("report")
+        stopping.join()
+        lap("stop")
+        order = ("start", "rules", "index", "session", "split", "job", "driver", "report", "stop")
+        stages = {k: stages[k] for k in order}
+        total = sum(stages.values())
+        data["command"] = {"seconds": round(total, 3),
+                           "messages_per_s": round(data["messages"] / total) if total else 0,
+                           "stages_s": {k: round(v, 3) for k, v in stages.items()},
+                           "spark_start_s": round(starting.seconds or 0.0, 3),
+                           "driver_cpu_s": round(time.process_time(), 3),
+                           "driver_cpu_stages_s": {k: round(v, 3) for k, v in cpu.items()},
+                           "load_average": list(os.getloadavg())}
+        data["throughput"]["end_to_end_messages_per_s"] = data["messages"] / total if total else 0.0
+        if stage:
+            (stage / "summary.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(text_table(data))
     if args.report:
         print(f"wrote {Path(args.report) / 'summary.json'} and plots", file=sys.stderr)

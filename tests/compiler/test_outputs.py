@@ -318,3 +318,46 @@ def test_without_renameat2_the_old_directory_is_renamed_aside_and_removed(tmp_pa
     assert p4sub(capsys, "compile", ITCH, ITCH_RULES, "-o", out)[0] == 0
     assert not (out / "program.p4").exists() and (out / "pipeline.json").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+# -- report directories: added to, each file whole, nothing changed by a failed run -------------------
+
+from compiler.outputs import staged_report  # noqa: E402
+
+
+def test_a_report_replaces_its_own_files_keeps_the_others_and_leaves_no_staging(tmp_path):
+    report = tmp_path / "r"
+    report.mkdir()
+    (report / "summary.json").write_text("old")
+    (report / "notes.txt").write_text("mine")
+    with staged_report(report) as stage:
+        (stage / "summary.json").write_text("new")
+        (stage / "sub").mkdir()
+        (stage / "sub" / "plot.png").write_bytes(b"png")
+        assert not (report / "sub").exists()  # nothing appears before the report is complete
+    assert (report / "summary.json").read_text() == "new" and (report / "notes.txt").read_text() == "mine"
+    assert (report / "sub" / "plot.png").read_bytes() == b"png"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]
+
+
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, OSError])
+def test_a_failing_report_changes_nothing(tmp_path, failure):
+    report = tmp_path / "r"
+    report.mkdir()
+    (report / "summary.json").write_text("old")
+    with pytest.raises(failure):
+        with staged_report(report) as stage:
+            (stage / "summary.json").write_text("half")
+            raise failure()
+    assert (report / "summary.json").read_text() == "old" and [p.name for p in report.iterdir()] == ["summary.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]
+
+
+def test_a_report_under_a_file_is_refused_before_the_work(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["eval", "delivery", "--topology", "fat-tree:4", "--report", str(blocker / "r")]) == 2
+    assert f"{blocker} is a file" in capsys.readouterr().err
+    assert main(["netsim", str(tmp_path / "nowhere"), "--trace", str(blocker), "--publisher", "h1",
+                 "--report", str(blocker)]) == 2
+    assert "is a file, not a report directory" in capsys.readouterr().err
