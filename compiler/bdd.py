@@ -36,7 +36,7 @@ from compiler.dnf import DEFAULT_LIMIT, ActionSet, Cube, rule_actions, to_dnf
 from compiler.errors import CompileError
 from compiler.predicates import IntervalSet
 from compiler.spec import QueryField
-from compiler import validity
+from compiler import filter_memo, validity
 from compiler.typecheck import TypedRules
 
 Edge = tuple[int, int, int]  # lo, hi, child node id
@@ -178,11 +178,16 @@ def rule_cubes(typed: TypedRules, dnf_limit: int = DEFAULT_LIMIT,
     cubes: list[tuple[Cube, tuple]] = []
     all_rules = typed.rules.rules
     valid = IntervalSet.of(1, 1, 1)
+    shared = filter_memo.memo(typed.spec)
+    # A filter's cubes depend on the infos of the fields it tests: kept per set of infos.
+    infos = shared.intern(tuple(typed.fields.items())) if shared is not None else None
     for i in (range(len(all_rules)) if rules is None else rules):
         rule = all_rules[i]
         actions = _atomic_actions(rule)
         required = typed.rule_validity[i] if typed.rule_validity else ()
-        for cube in to_dnf(rule, typed.fields, dnf_limit):
+        dnf = (to_dnf(rule, typed.fields, dnf_limit) if shared is None else
+               shared.get("dnf", rule.filter, lambda: to_dnf(rule, typed.fields, dnf_limit), dnf_limit, infos))
+        for cube in dnf:
             if required:
                 cube = tuple(sorted(cube + tuple((name, valid) for name in required)))
             cubes.append((cube, actions))
