@@ -1,9 +1,12 @@
 """Compile a whole network: route the host subscriptions, then compile every switch on its own.
 
-Per-switch compiles share nothing, so they run in parallel: a process pool by default (each worker
-writes its switch's directory), or Spark when a master URL is given (each task compiles one switch
-and sends its files and statistics back; the driver writes them, so executors need no shared disk).
-The biggest rule sets start first, so the pool drains evenly.
+Per-switch compiles depend on nothing but their rules, so they run in parallel: a process pool by
+default (each worker writes its switches' directories; forked where the platform allows, so that a
+worker reads its rules from inherited memory instead of unpickling them), or Spark when a master
+URL is given (each task compiles one rule set and sends its files and statistics back; the driver
+writes them, so executors need no shared disk). Switches with equal rule sets share one compile
+(:func:`same_rule_sets`), and compiles in one process share what is worked out per filter
+(:mod:`compiler.filter_memo`). The biggest rule sets start first, so the pool drains evenly.
 
 The output directory (read back by :mod:`runtime.netsim`)::
 
