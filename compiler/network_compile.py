@@ -280,11 +280,15 @@ def _in_pool(tasks: list[SwitchTask], jobs: int, progress: Callable[[int, int, s
         with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
             futures = {(pool.submit(_run_forked, i) if fork else pool.submit(_run_task, t)): i
                        for i, t in enumerate(tasks)}
-            for future in as_completed(futures):
-                i = futures[future]
-                done[i] = future.result()
-                count += len(done[i])
-                _report(progress, count, total, done[i])
+            try:
+                for future in as_completed(futures):
+                    i = futures[future]
+                    done[i] = future.result()
+                    count += len(done[i])
+                    _report(progress, count, total, done[i])
+            except BaseException:  # SIGINT: the switches not yet started are not compiled
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
     finally:
         _FORKED_TASKS = []
     return [r for i in range(len(tasks)) for r in done[i]]
