@@ -100,7 +100,9 @@ class _Checker:
         checked = shared.find("checked", rule.filter) if shared is not None else None
         # A filter that passed against this spec's own field infos needs only its attributes
         # registered (in order: first use orders the fields); any other info checks it again.
-        if checked is None or any(self.attribute(attr) is not info for attr, info in checked):
+        fields = self.fields
+        if checked is None or not (all(fields.get(attr.name) is info for attr, info in checked) or
+                                   all(self.attribute(attr) is info for attr, info in checked)):
             errors = len(self.errors) + self.more
             used = []
             for cmp in ast.comparisons(rule.filter):

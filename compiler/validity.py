@@ -97,7 +97,11 @@ def plan(rules: ast.RuleSet, spec: Spec) -> Plan:
         return sorted((h for h in left if not any(h in implied.get(g, ()) for g in left if g != h)),
                       key=order.__getitem__)
 
-    per_rule = tuple(tuple(field_name(h) for h in required(hs)) for hs in read)
+    fields_of: dict[frozenset[str], tuple[str, ...]] = {}  # rules read few distinct header sets
+    for hs in read:
+        if hs not in fields_of:
+            fields_of[hs] = tuple(field_name(h) for h in required(hs))
+    per_rule = tuple(fields_of[hs] for hs in read)
     fields = {f: QueryField(f, 1, "exact") for f in sorted({f for fs in per_rule for f in fs},
                                                            key=lambda f: order[header_of_validity(f)])}
     queried = tuple(sorted(union, key=order.__getitem__))
