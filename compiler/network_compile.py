@@ -1,9 +1,12 @@
 """Compile a whole network: route the host subscriptions, then compile every switch on its own.
 
-Per-switch compiles share nothing, so they run in parallel: a process pool by default (each worker
-writes its switch's directory), or Spark when a master URL is given (each task compiles one switch
-and sends its files and statistics back; the driver writes them, so executors need no shared disk).
-The biggest rule sets start first, so the pool drains evenly.
+Per-switch compiles depend on nothing but their rules, so they run in parallel: a process pool by
+default (each worker writes its switches' directories; forked where the platform allows, so that a
+worker reads its rules from inherited memory instead of unpickling them), or Spark when a master
+URL is given (each task compiles one rule set and sends its files and statistics back; the driver
+writes them, so executors need no shared disk). Switches with equal rule sets share one compile
+(:func:`same_rule_sets`), and compiles in one process share what is worked out per filter
+(:mod:`compiler.filter_memo`). The biggest rule sets start first, so the pool drains evenly.
 
 The output directory (read back by :mod:`runtime.netsim`)::
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -30,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from compiler import ir
+from compiler import filter_memo, gc_pause, ir
 from compiler import rules as ast
 from compiler.approximate import Alpha, check_alpha
 from compiler.compile import CompileOptions, compile_rules
@@ -47,13 +51,23 @@ HOST_ID_BITS = 32  # network rules forward to host ids, not to 9-bit ports
 
 @dataclass(frozen=True)
 class SwitchTask:
-    """Everything one worker needs (picklable)."""
+    """One rule set to compile and every switch that holds it (picklable, for Spark).
 
-    rules: SwitchRules
+    ``switches`` have equal rules and the same ``miss_up`` (:func:`same_rule_sets`), so one compile
+    serves them all: a fat tree's core switches, or the aggregation switches of one pod, hold the
+    same rules. Each still gets its own directory, with its own up ports lowered.
+    """
+
+    switches: tuple[SwitchRules, ...]
     spec: Spec
     options: CompileOptions
     out_dir: str | None
     target: str | None
+
+    @property
+    def rules(self) -> SwitchRules:
+        """The switch whose rules are compiled (the first; the others are equal)."""
+        return self.switches[0]
 
 
 @dataclass
@@ -71,43 +85,99 @@ def layer_name(layer: int, top: int) -> str:
     return f"layer{layer}"
 
 
-def compile_switch(task: SwitchTask, keep_pipeline: bool = False) -> dict[str, Any]:
-    """Compile one switch's rules; write its directory when ``task.out_dir`` is set."""
+def same_rule_sets(per_switch: Mapping[str, SwitchRules]) -> list[tuple[SwitchRules, ...]]:
+    """The switches grouped by rule set: equal rules (in the same order) and the same ``miss_up``.
+
+    Rules are compared by identity, element by element: :func:`compiler.routing.route` gives every
+    switch the same rule object for the same (filter, ports), so equal sets are tuples of the same
+    objects, and comparing identities costs no walk of the filter trees (hashing 95k filters per
+    switch would cost more than the compile it saves). Rule sets that are equal without sharing
+    objects are simply compiled apart. Groups come in the order of their first switch.
+    """
+    groups: dict[tuple[bool, tuple[int, ...]], list[SwitchRules]] = {}
+    for sr in per_switch.values():
+        groups.setdefault((sr.miss_up, tuple(map(id, sr.rules.rules))), []).append(sr)
+    return [tuple(g) for g in groups.values()]
+
+
+def compile_switch(task: SwitchTask, keep_pipeline: bool = False) -> list[dict[str, Any]]:
+    """Compile the task's rule set once; per switch holding it, its statistics (and its directory
+    when ``task.out_dir`` is set). Copies carry ``compiled_as``, the switch whose compile they share."""
     sr = task.rules
     # The network transforms (misses up, the logical up port) rewrite leaf tables: one lane, groups.
     options = dataclasses.replace(task.options, delivery="groups", lanes=None)
     if options.field_order:  # one network-wide order; each switch uses the fields its own rules test
         tested = {c.attribute.name for r in sr.rules for c in ast.comparisons(r.filter)}
         options = dataclasses.replace(options, field_order=tuple(f for f in options.field_order if f in tested))
-    compiled = compile_rules(task.spec, sr.rules, options)
-    if sr.miss_up:
-        compiled = dataclasses.replace(compiled, pipeline=send_misses_up(compiled.pipeline))
-    stats = dict(compiled.stats)
-    stats.update(switch=sr.switch, layer=sr.layer, rules=len(sr.rules), up_ports=list(sr.up_ports))
-    if task.out_dir is not None:
-        out = Path(task.out_dir) / sr.switch
-        out.mkdir(parents=True, exist_ok=True)
-        if task.target:
-            backend = importlib.import_module(f"backends.{task.target}")
-            network = (backend.network_options(sr.up_ports),) if hasattr(backend, "network_options") else ()
-            backend.emit(lower_up_port(compiled.pipeline, sr.up_ports), out, *network)
-        ir.save(compiled.pipeline, out / "pipeline.json")
-        header = (f"# rules of switch {sr.switch} (layer {sr.layer}); port {UP_PORT} is the logical up port "
-                  f"(physical up ports {', '.join(map(str, sr.up_ports)) or 'none'})\n"
-                  + (f"# MR: a packet no rule matches goes to port {UP_PORT} (the leaf table's default action)\n"
-                     if sr.miss_up else ""))
-        (out / "rules.sub").write_text(header + str(sr.rules), encoding="utf-8")
-        (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-    if keep_pipeline:
-        stats["_pipeline"] = compiled.pipeline
-    return stats
+    with gc_pause.paused():  # the diagram and its tables are millions of live objects
+        compiled = compile_rules(task.spec, sr.rules, options)
+    pipeline = send_misses_up(compiled.pipeline) if sr.miss_up else compiled.pipeline
+    text = _rules_text(sr.rules) if task.out_dir is not None else ""
+    out = []
+    for member in task.switches:
+        stats = dict(compiled.stats)
+        stats.update(switch=member.switch, layer=member.layer, rules=len(member.rules), up_ports=list(member.up_ports))
+        if member is not sr:
+            stats["compiled_as"] = sr.switch
+        if task.out_dir is not None:
+            _write_switch(Path(task.out_dir) / member.switch, member, text, pipeline, stats, task.target)
+        if keep_pipeline:
+            stats["_pipeline"] = pipeline
+        out.append(stats)
+    return out
 
 
-def _run_task(task: SwitchTask) -> dict[str, Any]:
+def _write_switch(out: Path, sr: SwitchRules, text: str, pipeline: ir.Pipeline, stats: Mapping[str, Any],
+                  target: str | None) -> None:
+    """One switch's directory; ``text`` is its rules as ``rules.sub`` holds them."""
+    out.mkdir(parents=True, exist_ok=True)
+    if target:
+        backend = importlib.import_module(f"backends.{target}")
+        network = (backend.network_options(sr.up_ports),) if hasattr(backend, "network_options") else ()
+        backend.emit(lower_up_port(pipeline, sr.up_ports), out, *network)
+    ir.save(pipeline, out / "pipeline.json")
+    header = (f"# rules of switch {sr.switch} (layer {sr.layer}); port {UP_PORT} is the logical up port "
+              f"(physical up ports {', '.join(map(str, sr.up_ports)) or 'none'})\n"
+              + (f"# MR: a packet no rule matches goes to port {UP_PORT} (the leaf table's default action)\n"
+                 if sr.miss_up else ""))
+    (out / "rules.sub").write_text(header + text, encoding="utf-8")
+    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+
+
+#: Rule text already rendered by this process: ``id(rule) -> (rule, text)``. The rule is kept so
+#: that its id is not reused. Switches share most rule objects (a TR edge switch's up-port rules
+#: are those of every other edge switch but its own hosts'), and rendering a 95k-rule set costs
+#: about 0.8 s; emptied when :func:`compile_network` returns.
+_TEXT: dict[int, tuple[ast.Rule, str]] = {}
+
+
+def _rules_text(rules: ast.RuleSet) -> str:
+    """``str(rules)``, each rule rendered once per process."""
+    parts = []
+    for rule in rules:
+        found = _TEXT.get(id(rule))
+        if found is None:
+            found = _TEXT[id(rule)] = (rule, str(rule))
+        parts.append(found[1])
+    return "\n".join(parts) + ("\n" if parts else "")
+
+
+def _run_task(task: SwitchTask) -> list[dict[str, Any]]:
     try:
         return compile_switch(task)
     except P4subError as exc:  # carried back as data: exceptions with locations pickle poorly across Spark
-        return {"switch": task.rules.switch, "error": str(exc)}
+        return [{"switch": sr.switch, "error": str(exc)} for sr in task.switches]
+
+
+#: The tasks of the pool being run, for workers forked from this process (see :func:`_run_forked`).
+_FORKED_TASKS: list[SwitchTask] = []
+
+
+def _run_forked(index: int) -> list[dict[str, Any]]:
+    """Run task ``index`` of :data:`_FORKED_TASKS`, which a forked worker has from its parent's
+    memory: only the index goes through the pipe. Pickling a core switch's 95k rules took about
+    3 s and unpickling them 3 to 8 s, against a 4 to 6 s compile."""
+    return _run_task(_FORKED_TASKS[index])
 
 
 def compile_network(
@@ -133,7 +203,22 @@ def compile_network(
     ``spark_conf`` as extra Spark settings. With
     ``keep_pipelines`` (in-process only) the pipelines are returned too, and nothing need be written.
     ``progress(done, total, label)`` is called as switch compiles finish (not on Spark).
+    Switches with equal rule sets are compiled once (:func:`same_rule_sets`).
     """
+    try:
+        # Every switch compiles a slice of the same filters: what is worked out per filter is
+        # shared, here and in the workers forked from here (compiler.filter_memo).
+        with gc_pause.paused(), filter_memo.sharing(spec):  # routing builds millions of live objects
+            return _compile_network(topology, rules, spec, policy, alpha, options, out_dir, target, jobs, master,
+                                    keep_pipelines, progress, spark_conf)
+    finally:
+        _TEXT.clear()
+
+
+def _compile_network(topology: Topology, rules: ast.RuleSet, spec: Spec, policy: str, alpha: Alpha,
+                     options: CompileOptions, out_dir: str | Path | None, target: str | None, jobs: int | None,
+                     master: str | None, keep_pipelines: bool, progress: Callable[[int, int, str], None] | None,
+                     spark_conf: Mapping[str, str] | None) -> NetworkResult:
     start = time.perf_counter()
     typed = check_rules(rules, spec, port_bits=HOST_ID_BITS)
     check_alpha(alpha, typed.fields)
@@ -149,37 +234,27 @@ def compile_network(
             importlib.import_module(f"backends.{target}")
         except ImportError as exc:
             raise P4subError(f"--target {target}: the backend cannot be loaded ({exc})") from None
-    tasks = sorted((SwitchTask(sr, spec, options, out, target) for sr in per_switch.values()),
+    tasks = sorted((SwitchTask(group, spec, options, out, target) for group in same_rule_sets(per_switch)),
                    key=lambda t: -len(t.rules.rules))
+    total = len(per_switch)
     compile_start = time.perf_counter()
     pipelines: dict[str, ir.Pipeline] = {}
+    results: list[dict[str, Any]] = []
     if keep_pipelines:
         if master:
             raise P4subError("pipelines are kept only for in-process compiles (no --master)")
-        results = []
         for t in tasks:
-            r = compile_switch(t, keep_pipeline=True)
-            pipelines[r["switch"]] = r.pop("_pipeline")
-            results.append(r)
+            for r in compile_switch(t, keep_pipeline=True):
+                pipelines[r["switch"]] = r.pop("_pipeline")
+                results.append(r)
     elif master:
-        results = _on_spark(tasks, master, spark_conf)
+        results = [r for rs in _on_spark(tasks, master, spark_conf) for r in rs]
     elif (jobs or os.cpu_count() or 1) <= 1 or len(tasks) <= 1:
-        results = []
         for t in tasks:
-            results.append(_run_task(t))
-            _report(progress, len(results), len(tasks), results[-1])
+            results.extend(_run_task(t))
+            _report(progress, len(results), total, results[-len(t.switches):])
     else:
-        with ProcessPoolExecutor(max_workers=jobs or os.cpu_count()) as pool:
-            futures = {pool.submit(_run_task, t): i for i, t in enumerate(tasks)}
-            done: dict[int, dict[str, Any]] = {}
-            try:
-                for future in as_completed(futures):
-                    done[futures[future]] = future.result()
-                    _report(progress, len(done), len(tasks), done[futures[future]])
-            except BaseException:  # SIGINT: the switches not yet started are not compiled
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
-            results = [done[i] for i in range(len(tasks))]
+        results = _in_pool(tasks, jobs or os.cpu_count() or 1, progress, total)
     errors = [r for r in results if "error" in r]
     if errors:
         raise P4subError("; ".join(f"switch {r['switch']}: {r['error']}" for r in errors[:5]))
@@ -191,15 +266,46 @@ def compile_network(
     return NetworkResult(stats, pipelines)
 
 
-def _report(progress: Callable[[int, int, str], None] | None, done: int, total: int, result: Mapping[str, Any]) -> None:
+def _in_pool(tasks: list[SwitchTask], jobs: int, progress: Callable[[int, int, str], None] | None,
+             total: int) -> list[dict[str, Any]]:
+    """The tasks in a process pool; with the ``fork`` start method, workers read the tasks from the
+    memory they inherit (:func:`_run_forked`) instead of unpickling them."""
+    global _FORKED_TASKS
+    fork = "fork" in multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork") if fork else None
+    done: dict[int, list[dict[str, Any]]] = {}
+    count = 0
+    _FORKED_TASKS = tasks if fork else []
+    try:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
+            futures = {(pool.submit(_run_forked, i) if fork else pool.submit(_run_task, t)): i
+                       for i, t in enumerate(tasks)}
+            try:
+                for future in as_completed(futures):
+                    i = futures[future]
+                    done[i] = future.result()
+                    count += len(done[i])
+                    _report(progress, count, total, done[i])
+            except BaseException:  # SIGINT: the switches not yet started are not compiled
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+    finally:
+        _FORKED_TASKS = []
+    return [r for i in range(len(tasks)) for r in done[i]]
+
+
+def _report(progress: Callable[[int, int, str], None] | None, done: int, total: int,
+            results: list[Mapping[str, Any]]) -> None:
     if progress is not None:
-        progress(done, total, f"{done}/{total} switches compiled (last: {result['switch']})")
+        last = results[0]["switch"] + (f" and {len(results) - 1} more with the same rules" if len(results) > 1 else "")
+        progress(done, total, f"{done}/{total} switches compiled (last: {last})")
 
 
-def _on_spark(tasks: list[SwitchTask], master: str, conf: Mapping[str, str] | None) -> list[dict[str, Any]]:
+def _on_spark(tasks: list[SwitchTask], master: str, conf: Mapping[str, str] | None) -> list[list[dict[str, Any]]]:
     """Compile on Spark (:mod:`compiler.spark_session`: the workers run this interpreter on the
-    shipped p4sub code). Executors need not share a disk with the driver: each compiles into a
-    scratch directory and sends the files back, and the driver writes them under OUT."""
+    shipped p4sub code), one task per distinct rule set. Executors need not share a disk with the
+    driver: each compiles into a scratch directory and sends the files back, and the driver writes
+    them under OUT."""
     from compiler.spark_session import spark, spark_errors
 
     with spark(master, conf, "p4sub route") as session:
@@ -207,32 +313,38 @@ def _on_spark(tasks: list[SwitchTask], master: str, conf: Mapping[str, str] | No
         with spark_errors("the per-switch compiles", session):
             results = rdd.map(_run_task_returning_files).collect()
     for task, result in zip(tasks, results):
-        files = result.pop("_files", {})
-        if task.out_dir is not None:
-            for name, data in files.items():
-                path = Path(task.out_dir) / task.rules.switch / name
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(data)
+        for r in result:
+            files = r.pop("_files", {})
+            if task.out_dir is not None:
+                for name, data in files.items():
+                    path = Path(task.out_dir) / r["switch"] / name
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(data)
     return results
 
 
-def _run_task_returning_files(task: SwitchTask) -> dict[str, Any]:
-    """:func:`_run_task` in a scratch directory; the switch's files come back as ``_files``."""
+def _run_task_returning_files(task: SwitchTask) -> list[dict[str, Any]]:
+    """:func:`_run_task` in a scratch directory; each switch's files come back as its ``_files``."""
     if task.out_dir is None:
         return _run_task(task)
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="p4sub-switch-") as scratch:
-        result = _run_task(dataclasses.replace(task, out_dir=scratch))
-        root = Path(scratch) / task.rules.switch
-        if "error" not in result:
-            result["_files"] = {p.relative_to(root).as_posix(): p.read_bytes()
-                                for p in sorted(root.rglob("*")) if p.is_file()}
-    return result
+        results = _run_task(dataclasses.replace(task, out_dir=scratch))
+        for r in results:
+            root = Path(scratch) / r["switch"]
+            if "error" not in r:
+                r["_files"] = {p.relative_to(root).as_posix(): p.read_bytes()
+                               for p in sorted(root.rglob("*")) if p.is_file()}
+    return results
 
 
 def network_stats(topology: Topology, results: list[Mapping[str, Any]], **extra: Any) -> dict[str, Any]:
-    """Per switch, per layer (sums; the max compile time is the layer's recompile time) and totals."""
+    """Per switch, per layer (sums; the max compile time is the layer's recompile time) and totals.
+
+    A switch that shares another's compile (``compiled_as``) shows that compile's seconds, its
+    recompile time, but the sums of compile seconds count each compile once, and ``compiles`` says
+    how many there were."""
     top = max((topology.layer(s) for s in topology.switches()), default=1)
     switches = {}
     layers: dict[str, dict[str, Any]] = {}
@@ -240,18 +352,23 @@ def network_stats(topology: Topology, results: list[Mapping[str, Any]], **extra:
         s = r["switch"]
         row = {k: r[k] for k in ("layer", "rules", "total_entries", "table_bits", "multicast_groups", "states",
                                  "compile_seconds", "tables")}
+        own = "compiled_as" not in r
+        if not own:
+            row["compiled_as"] = r["compiled_as"]
         switches[s] = row
         name = layer_name(r["layer"], top)
         agg = layers.setdefault(name, {"layer": r["layer"], "switches": 0, "rules": 0, "entries": 0, "table_bits": 0,
                                        "multicast_groups": 0, "compile_seconds": 0.0, "max_compile_seconds": 0.0,
-                                       "max_entries": 0})
+                                       "max_entries": 0, "compiles": 0})
         agg["switches"] += 1
         agg["rules"] += r["rules"]
         agg["entries"] += r["total_entries"]
         agg["max_entries"] = max(agg["max_entries"], r["total_entries"])
         agg["table_bits"] += r["table_bits"]
         agg["multicast_groups"] += r["multicast_groups"]
-        agg["compile_seconds"] = round(agg["compile_seconds"] + r["compile_seconds"], 4)
+        if own:
+            agg["compiles"] += 1
+            agg["compile_seconds"] = round(agg["compile_seconds"] + r["compile_seconds"], 4)
         agg["max_compile_seconds"] = max(agg["max_compile_seconds"], r["compile_seconds"])
     for agg in layers.values():
         agg["mean_entries"] = round(agg["entries"] / agg["switches"], 1)
@@ -260,7 +377,8 @@ def network_stats(topology: Topology, results: list[Mapping[str, Any]], **extra:
         "entries": sum(r["total_entries"] for r in switches.values()),
         "table_bits": sum(r["table_bits"] for r in switches.values()),
         "multicast_groups": sum(r["multicast_groups"] for r in switches.values()),
-        "compile_seconds": round(sum(r["compile_seconds"] for r in switches.values()), 4),
+        "compiles": sum(1 for r in switches.values() if "compiled_as" not in r),
+        "compile_seconds": round(sum(r["compile_seconds"] for r in switches.values() if "compiled_as" not in r), 4),
     }
     extra = {k: (alpha_json(v) if isinstance(v, Alpha) else v) for k, v in extra.items()}
     return {"switches": switches, "layers": dict(sorted(layers.items(), key=lambda kv: kv[1]["layer"])),

@@ -81,7 +81,7 @@ class SwitchRules:
     down_ports: tuple[int, ...]
     host_ports: tuple[int, ...]
     miss_up: bool = False
-    """MR's ``true -> up``, stored as the leaf table's default action (see :func:`mr_rules`)."""
+    """MR's ``true -> up``, stored as the leaf table's default action (see :func:`_mr_table`)."""
 
 
 def orientation(topology: Topology) -> Orientation:
@@ -165,8 +165,8 @@ def filter_sets(topology: Topology, rules: ast.RuleSet, policy: Policy = "tr") -
     ``rules`` are network rules whose ``fwd`` ports are host ids (:mod:`compiler.network_rules`).
     The logical up port is :data:`UP_PORT`; under MR it holds ``[true]``.
     """
-    per_switch = _port_sets(topology, rules, policy, Alpha(), {})
-    return {s: _by_port(rs) for s, rs in per_switch.items()}
+    sets = _port_sets(topology, rules, policy, Alpha(), {})
+    return {s: _by_port(sets.rules(table)) for s, table in sets.tables.items()}
 
 
 def route(topology: Topology, rules: ast.RuleSet, fields: Mapping[str, QueryField], policy: Policy = "tr",
@@ -175,37 +175,41 @@ def route(topology: Topology, rules: ast.RuleSet, fields: Mapping[str, QueryFiel
 
     ``fields`` are the attribute infos from type checking the network rules against the spec
     (:func:`compiler.typecheck.check_rules`); α needs them to know widths, scales and match kinds.
-    Cost: O(rules x switches) dictionary updates, plus one approximation per distinct filter.
+    Cost: O(rules x switches) integer updates, plus one approximation per distinct filter. Switches
+    hold the *same* rule objects wherever a filter goes to the same ports (a fat tree's core
+    switches share all of theirs), so switches whose rule sets are equal hold equal tuples of the
+    same objects (:mod:`compiler.network_compile` compiles such a set once).
     """
     if policy not in POLICIES:
         raise P4subError(f"unknown routing policy {policy!r}; expected one of {', '.join(POLICIES)}")
-    per_switch = _port_sets(topology, rules, policy, alpha, fields)
+    sets = _port_sets(topology, rules, policy, alpha, fields)
     out = {}
     for s in topology.switches():
         host_ports = topology.host_ports(s)
-        switch_rules, miss_up = per_switch[s], False
+        table, miss_up = sets.tables[s], False
         if policy == "mr":
-            switch_rules, miss_up = mr_rules(switch_rules)
-        out[s] = SwitchRules(s, topology.layer(s), ast.RuleSet(switch_rules, f"{rules.path}@{s}"),
+            table, miss_up = _mr_table(table, sets.true_id)
+        out[s] = SwitchRules(s, topology.layer(s), ast.RuleSet(sets.rules(table), f"{rules.path}@{s}"),
                              topology.up_ports(s), tuple(p for p in topology.down_ports(s) if p not in host_ports),
                              host_ports, miss_up)
     return out
 
 
-def mr_rules(rules: tuple[ast.Rule, ...]) -> tuple[tuple[ast.Rule, ...], bool]:
+_UP_BIT = 1 << UP_PORT
+
+
+def _mr_table(table: dict[int, int], true_id: int | None) -> tuple[dict[int, int], bool]:
     """MR's ``true -> up`` without a rule for it: every rule also goes up, and a miss goes up.
 
     Compiled as a rule, ``true`` is one more predicate the diagram must carry to the leaves (the
     path that matches nothing needs entries of its own). As the leaf table's default action it costs
     no entry, and the diagram is that of the down-port rules alone, which is never larger than TR's
-    diagram of the same rules plus an exact up filter (for one field order). Returns the rules and
-    whether the switch sends misses up.
+    diagram of the same rules plus an exact up filter (for one field order). Takes and returns one
+    switch's ``filter id -> port bitmask`` table, and says whether the switch sends misses up.
     """
-    up_only = next((r for r in rules if r.ports == (UP_PORT,) and r.filter == ast.Const(True)), None)
-    if up_only is None:
-        return rules, False
-    out = tuple(ast.Rule(r.filter, _forward((*r.ports, UP_PORT)), r.location) for r in rules if r is not up_only)
-    return out, True
+    if true_id is None or table.get(true_id) != _UP_BIT:
+        return table, False
+    return {f: mask | _UP_BIT for f, mask in table.items() if f != true_id}, True
 
 
 def send_misses_up(pipeline: ir.Pipeline) -> ir.Pipeline:
@@ -215,8 +219,36 @@ def send_misses_up(pipeline: ir.Pipeline) -> ir.Pipeline:
     return dataclasses.replace(pipeline, tables=tables)
 
 
+@dataclass
+class _PortSets:
+    """Per switch, ``filter id -> bitmask of the ports it goes to`` (bit ``p`` for port ``p``), in
+    the order the filters first reach the switch; filters interned once for the whole network.
+
+    Integers rather than rule objects while routing: TR at k=8 and 100k filters makes 7.6M
+    (switch, filter) pairs, and a rule object per pair cost most of the routing time. Rules are
+    made at the end, one per distinct (filter, ports) pair, shared by every switch that has it.
+    """
+
+    filters: list[ast.Filter]
+    locations: list[object]
+    tables: dict[str, dict[int, int]]
+    true_id: int | None = None
+    _made: dict[tuple[int, int], ast.Rule] = dataclasses.field(default_factory=dict)
+
+    def rules(self, table: dict[int, int]) -> tuple[ast.Rule, ...]:
+        made, filters, locations = self._made, self.filters, self.locations
+        out = []
+        for key in table.items():
+            rule = made.get(key)
+            if rule is None:
+                fid, mask = key
+                rule = made[key] = ast.Rule(filters[fid], _forward_mask(mask), locations[fid])
+            out.append(rule)
+        return tuple(out)
+
+
 def _port_sets(topology: Topology, rules: ast.RuleSet, policy: Policy, alpha: Alpha,
-               fields: Mapping[str, QueryField]) -> dict[str, tuple[ast.Rule, ...]]:
+               fields: Mapping[str, QueryField]) -> _PortSets:
     orient = orientation(topology)
     towards = port_towards(topology, orient)
     host_name = {topology.node_id(h): h for h in orient.hosts}
@@ -235,25 +267,28 @@ def _port_sets(topology: Topology, rules: ast.RuleSet, policy: Policy, alpha: Al
             locations.append(location)
         return fid
 
-    def targets_of(hosts: tuple[str, ...]) -> list[tuple[str, set[int], set[int]]]:
-        """Per switch that forwards to some of ``hosts``: its host ports and its other ports towards them."""
+    def targets_of(hosts: tuple[str, ...]) -> list[tuple[dict[int, int], int, int]]:
+        """Per switch that forwards to some of ``hosts``: its table, the bitmask of its host ports
+        towards them and that of its other ports towards them."""
         out = []
         for s, table in towards.items():
-            exact_ports: set[int] = set()
-            net_ports: set[int] = set()
+            exact_ports = net_ports = 0
             for h in hosts:
                 p = table.get(h)
                 if p is None or (p == UP_PORT and policy == "mr"):
                     continue
-                (exact_ports if p in host_ports[s] else net_ports).add(p)
+                if p in host_ports[s]:
+                    exact_ports |= 1 << p
+                else:
+                    net_ports |= 1 << p
             if exact_ports or net_ports:
-                out.append((s, exact_ports, net_ports))
+                out.append((acc[s], exact_ports, net_ports))
         return out
 
     # Rules share few host sets (a workload of 100k rules over 128 hosts has at most 128 single
     # hosts), so the walk over switches is done once per host set, not once per rule.
-    targets: dict[tuple[str, ...], list[tuple[str, set[int], set[int]]]] = {}
-    acc: dict[str, dict[int, set[int]]] = {s: {} for s in topology.switches()}
+    targets: dict[tuple[str, ...], list[tuple[dict[int, int], int, int]]] = {}
+    acc: dict[str, dict[int, int]] = {s: {} for s in topology.switches()}
     for rule in rules:
         hosts = []
         for hid in rule.ports:
@@ -268,9 +303,9 @@ def _port_sets(topology: Topology, rules: ast.RuleSet, policy: Policy, alpha: Al
             targets[key] = targets_of(key)
         exact_id = intern(rule.filter, rule.location)
         approx_id = None
-        for s, exact_ports, net_ports in targets[key]:
+        for table, exact_ports, net_ports in targets[key]:
             if exact_ports:
-                _add(acc[s], exact_id, exact_ports)
+                table[exact_id] = table.get(exact_id, 0) | exact_ports
             if net_ports:
                 if approx_id is None:
                     approx_id = approx_of.get(exact_id)
@@ -278,14 +313,14 @@ def _port_sets(topology: Topology, rules: ast.RuleSet, policy: Policy, alpha: Al
                         # Upstream of the last hop, state is not judged (compiler.stateful.relax).
                         approx_id = approx_of[exact_id] = intern(approximate(relax(rule.filter), alpha, fields),
                                                                  rule.location)
-                _add(acc[s], approx_id, net_ports)
+                table[approx_id] = table.get(approx_id, 0) | net_ports
+    true_id = None
     if policy == "mr":
         true_id = intern(ast.Const(True), None)
         for s in topology.switches():
             if orient.up_reach[s] and topology.up_ports(s):
-                _add(acc[s], true_id, {UP_PORT})
-    return {s: tuple(ast.Rule(filters[f], _forward(ports), locations[f]) for f, ports in table.items())
-            for s, table in acc.items()}
+                acc[s][true_id] = acc[s].get(true_id, 0) | _UP_BIT
+    return _PortSets(filters, locations, acc, true_id)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -293,18 +328,10 @@ def _forward_of(ports: frozenset[int]) -> tuple[ast.Forward]:
     return (ast.Forward(tuple(sorted(ports))),)
 
 
-def _forward(ports: Iterable[int]) -> tuple[ast.Forward]:
-    """The actions of a rule forwarding to ``ports``; one shared object per port set (routing makes
-    hundreds of thousands of rules over a few hundred port sets)."""
-    return _forward_of(frozenset(ports))
-
-
-def _add(table: dict[int, set[int]], fid: int, ports: set[int]) -> None:
-    found = table.get(fid)
-    if found is None:
-        table[fid] = set(ports)
-    else:
-        found.update(ports)
+def _forward_mask(mask: int) -> tuple[ast.Forward]:
+    """The actions of a rule forwarding to the ports whose bits are set in ``mask``; one shared
+    object per port set (routing makes hundreds of thousands of rules over a few hundred port sets)."""
+    return _forward_of(frozenset(p for p in range(mask.bit_length()) if mask >> p & 1))
 
 
 def _by_port(rules: Iterable[ast.Rule]) -> dict[int, list[ast.Filter]]:

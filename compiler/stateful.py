@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from compiler import ir
+from compiler import filter_memo, ir
 from compiler import rules as ast
 from compiler.errors import CompileError, P4subError, raise_all
 from compiler.spec import Counter, Spec
@@ -134,10 +134,12 @@ def plan(typed: TypedRules) -> StatePlan:
     reads: dict[str, list[ir.StateRead]] = {}
     errors: list[P4subError] = []
     seen: set[str] = set()
+    shared = filter_memo.memo(spec)
     for rule in typed.rules:
-        for cmp in ast.comparisons(rule.filter):
-            attr = cmp.attribute
-            if not is_stateful(attr) or attr.name in seen:
+        stateful = (_stateful_attributes(rule.filter) if shared is None
+                    else shared.get("stateful", rule.filter, lambda: _stateful_attributes(rule.filter)))
+        for attr in stateful:
+            if attr.name in seen:
                 continue
             seen.add(attr.name)
             try:
@@ -162,6 +164,10 @@ def plan(typed: TypedRules) -> StatePlan:
             f"{base}_end", f"{base}_count", f"{base}_sum" if summed else "", counter.key or "",
             (counter.field or "") if summed else "", when, tuple(reads[counter.name])))
     return StatePlan(tuple(updates))
+
+
+def _stateful_attributes(f: ast.Filter) -> tuple[ast.Attribute, ...]:
+    return tuple(cmp.attribute for cmp in ast.comparisons(f) if is_stateful(cmp.attribute))
 
 
 def attach(pipeline: ir.Pipeline, state: StatePlan) -> ir.Pipeline:

@@ -14,7 +14,7 @@ from typing import Mapping
 
 from compiler import rules as ast
 from compiler.errors import P4subError, SourceLocation, TypeCheckError, raise_all
-from compiler import validity
+from compiler import filter_memo, validity
 from compiler.spec import QueryField, Spec, UserAction
 from compiler.values import encode_string, scale_decimal, string_prefix_range
 
@@ -96,10 +96,22 @@ class _Checker:
 
     # -- rules and actions ------------------------------------------------------------------
     def rule(self, rule: ast.Rule) -> None:
-        for cmp in ast.comparisons(rule.filter):
-            info = self.attribute(cmp.attribute)
-            if info is not None:
-                self.comparison(cmp, info)
+        shared = filter_memo.memo(self.spec)
+        checked = shared.find("checked", rule.filter) if shared is not None else None
+        # A filter that passed against this spec's own field infos needs only its attributes
+        # registered (in order: first use orders the fields); any other info checks it again.
+        fields = self.fields
+        if checked is None or not (all(fields.get(attr.name) is info for attr, info in checked) or
+                                   all(self.attribute(attr) is info for attr, info in checked)):
+            errors = len(self.errors) + self.more
+            used = []
+            for cmp in ast.comparisons(rule.filter):
+                info = self.attribute(cmp.attribute)
+                if info is not None:
+                    self.comparison(cmp, info)
+                used.append((cmp.attribute, info))
+            if shared is not None and len(self.errors) + self.more == errors and all(i is not None for _, i in used):
+                shared.put("checked", rule.filter, tuple(used))
         for action in rule.actions:
             self.action(action, rule.location)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compiler import filter_memo
 from compiler import rules as ast
 from compiler.spec import QueryField, Spec
 
@@ -50,8 +51,15 @@ def rule_headers(rule: ast.Rule, spec: Spec) -> frozenset[str]:
     """The scalar and stacked header instances whose fields ``rule`` compares (aggregates and state
     variables read no header of the packet, and intrinsic metadata such as
     ``standard_metadata.ingress_port`` is no header instance: it is always present)."""
+    shared = filter_memo.memo(spec)
+    if shared is not None:
+        return shared.get("headers", rule.filter, lambda: _headers(rule.filter, spec))
+    return _headers(rule.filter, spec)
+
+
+def _headers(filter_: ast.Filter, spec: Spec) -> frozenset[str]:
     out = set()
-    for cmp in ast.comparisons(rule.filter):
+    for cmp in ast.comparisons(filter_):
         attr = cmp.attribute
         if isinstance(attr, ast.Field):
             header = attr.name.split(".", 1)[0]
@@ -89,7 +97,11 @@ def plan(rules: ast.RuleSet, spec: Spec) -> Plan:
         return sorted((h for h in left if not any(h in implied.get(g, ()) for g in left if g != h)),
                       key=order.__getitem__)
 
-    per_rule = tuple(tuple(field_name(h) for h in required(hs)) for hs in read)
+    fields_of: dict[frozenset[str], tuple[str, ...]] = {}  # rules read few distinct header sets
+    for hs in read:
+        if hs not in fields_of:
+            fields_of[hs] = tuple(field_name(h) for h in required(hs))
+    per_rule = tuple(fields_of[hs] for hs in read)
     fields = {f: QueryField(f, 1, "exact") for f in sorted({f for fs in per_rule for f in fs},
                                                            key=lambda f: order[header_of_validity(f)])}
     queried = tuple(sorted(union, key=order.__getitem__))

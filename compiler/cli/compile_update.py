@@ -13,8 +13,6 @@ old pipeline to the new one. When the update needed a full compile, ``delta.json
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import hashlib
 import json
 import shutil
@@ -26,6 +24,7 @@ from pathlib import Path
 from compiler import ir
 from compiler.compile import CompileOptions
 from compiler.errors import P4subError
+from compiler.gc_pause import bulk_objects
 from compiler.incremental import Incremental, diff_pipelines
 from compiler.incremental.delta import same_program, save as save_delta
 from compiler.incremental.session import Update
@@ -78,21 +77,6 @@ def old_rules_path(old_out: Path) -> Path | None:
     except (OSError, KeyError, TypeError, json.JSONDecodeError):
         pass
     return None
-
-
-@contextlib.contextmanager
-def bulk_objects():
-    """No garbage collection while the rule files and the old state are built: the collector would
-    walk the growing rule trees over and over (parsing 100k rules: several times slower). What was
-    built is frozen afterwards, so that later collections skip it too."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 def run_update(args, options: CompileOptions, spec_path: str | None, rules_path: str) -> int:

@@ -14,6 +14,7 @@ from compiler import ir, oracle
 from compiler import rules as ast
 from compiler.compile import CompileOptions, compile_rules
 from compiler.tables import TableOptions
+from compiler.typecheck import check_rules
 from compiler.values import encode_string
 from runtime.model import Model
 from tests.compiler.specs import make_spec
@@ -154,3 +155,93 @@ def test_multicast_groups_are_shared_by_port_set() -> None:
         ast.Rule(ast.Comparison(q, "==", ast.Number(7)), (ast.Forward((2, 3)),)),)
     compiled = compile_rules(SPEC, ast.RuleSet(rules), CompileOptions(delivery="groups"))
     assert [g.ports for g in compiled.pipeline.multicast_groups] == [(1, 2), (2, 3)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(rule, min_size=1, max_size=40), st.sampled_from(["groups", "bitmap"]))
+def test_last_level_nodes_built_with_numpy_equal_the_python_sweep(rules, delivery):
+    """compiler.bdd builds big last-level nodes with numpy (_last_level_edges); forced on every
+    node it may take, the pipeline must be the Python sweep's, node for node."""
+    from compiler import bdd
+
+    rs = ast.RuleSet(tuple(rules))
+    options = CompileOptions(delivery=delivery)
+    saved = bdd._VECTOR_MIN
+    try:
+        bdd._VECTOR_MIN = 10**9
+        python = compile_rules(SPEC, rs, options).pipeline
+        bdd._VECTOR_MIN = 1
+        vector = compile_rules(SPEC, rs, options).pipeline
+    finally:
+        bdd._VECTOR_MIN = saved
+    assert vector == python
+
+
+NARROW = make_spec({"m.a": (8, {"match_kind": "range"}), "m.b": (12, {"match_kind": "range"})})
+narrow_rule = st.builds(
+    lambda a, op_a, b, op_b, ports: ast.Rule(
+        ast.And((ast.Comparison(ast.Field("m.a"), op_a, ast.Number(a)),
+                 ast.Comparison(ast.Field("m.b"), op_b, ast.Number(b)))),
+        (ast.Forward(tuple(sorted(ports))),)),
+    st.integers(0, 255), st.sampled_from(["<", ">", ">="]), st.integers(0, 4095),
+    # "!=" makes a residual of two intervals, which the numpy path hands back to the Python sweep
+    st.sampled_from(["<", ">", "<=", "==", "<", ">", "<=", "!="]),
+    st.lists(st.integers(1, 8), min_size=1, max_size=3, unique=True))
+
+
+def _both_ways(rs: ast.RuleSet) -> tuple[ir.Pipeline, ir.Pipeline, list[bool]]:
+    """The pipeline built by the Python sweep alone, and with numpy on every last-level node of
+    8 residuals or more; and per numpy attempt, whether it built the node."""
+    from compiler import bdd
+
+    options = CompileOptions(delivery="groups", field_order=("m.a", "m.b"))
+    calls: list[bool] = []
+    original = bdd._Builder._last_level_edges
+
+    def counted(self, objs, top):
+        edges = original(self, objs, top)
+        calls.append(edges is not None)
+        return edges
+
+    saved = bdd._VECTOR_MIN
+    try:
+        bdd._VECTOR_MIN = 10**9
+        python = compile_rules(NARROW, rs, options).pipeline
+        bdd._VECTOR_MIN = 8
+        bdd._Builder._last_level_edges = counted
+        vector = compile_rules(NARROW, rs, options).pipeline
+    finally:
+        bdd._VECTOR_MIN = saved
+        bdd._Builder._last_level_edges = original
+    return python, vector, calls
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(narrow_rule, min_size=20, max_size=120))
+def test_numpy_last_level_on_wide_nodes_equals_the_python_sweep_and_the_oracle(rules):
+    """compiler.bdd builds last-level nodes over many residuals with numpy (_last_level_edges):
+    the pipeline must be the Python sweep's, node for node, and forward as the rules say."""
+    rs = ast.RuleSet(tuple(rules))
+    python, vector, _ = _both_ways(rs)
+    assert vector == python
+    a = np.arange(0, 256, 3, dtype=np.uint64).repeat(8)
+    b = np.tile(np.array([0, 1, 39, 40, 41, 2000, 4094, 4095], dtype=np.uint64), len(a) // 8)
+    typed = check_rules(rs, NARROW)
+    got = Model(vector).run({"m.a": a, "m.b": b}).port_sets()
+    for x, y, ports in zip(a.tolist(), b.tolist(), got):
+        assert ports == oracle.evaluate(typed, {"m.a": x, "m.b": y}).ports, (x, y)
+
+
+def test_the_numpy_path_runs_and_hands_two_interval_nodes_back():
+    import random
+
+    rng = random.Random(1)
+    rules = [ast.Rule(ast.And((ast.Comparison(ast.Field("m.a"), rng.choice(["<", ">"]), ast.Number(rng.randint(0, 255))),
+                               ast.Comparison(ast.Field("m.b"), ">", ast.Number(rng.randint(0, 4095))))),
+                      (ast.Forward((rng.randint(1, 8),)),))
+             for _ in range(100)]
+    python, vector, calls = _both_ways(ast.RuleSet(tuple(rules)))
+    assert vector == python and calls and all(calls)
+    rules.append(ast.Rule(ast.Comparison(ast.Field("m.b"), "!=", ast.Number(7)), (ast.Forward((2,)),)))
+    python, vector, calls = _both_ways(ast.RuleSet(tuple(rules)))
+    assert vector == python and calls and not any(calls)

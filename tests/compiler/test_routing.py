@@ -16,7 +16,7 @@ from compiler.approximate import Alpha
 from compiler.compile import CompileOptions, compile_rules
 from compiler.errors import P4subError
 from compiler.network_compile import compile_network
-from compiler.routing import UP_PORT, filter_sets, lower_up_port, orientation, route
+from compiler.routing import UP_PORT, filter_sets, lower_up_port, orientation, route, send_misses_up
 from compiler.topology import facebook_fabric, fat_tree, jellyfish, leaf_spine
 from compiler.topology_file import parse_topology
 from compiler.typecheck import check_rules
@@ -230,3 +230,78 @@ def test_route_reports_each_switch_compile_on_stderr_unless_quiet(tmp_path, caps
     assert "20/20 switches compiled" in err and "[100%]" in err
     assert main([*args, "--quiet", "-o", str(tmp_path / "b")]) == 0
     assert "switches compiled" not in capsys.readouterr().err
+
+
+@st.composite
+def ranged_subscriptions(draw):
+    """Two-field range filters (some repeated for other hosts, so that switches share rules) on any topology."""
+    topo = draw(st.sampled_from(TOPOLOGIES))
+    hosts = topo.hosts()
+    filters = draw(st.lists(st.tuples(st.integers(0, 255), st.integers(1, 255)), min_size=1, max_size=6))
+    rules = []
+    for a, b in filters:
+        for hs in draw(st.lists(st.lists(st.sampled_from(hosts), min_size=1, max_size=3), min_size=1, max_size=2)):
+            filt = ast.And((ast.Comparison(ast.Field("m.a"), ">", ast.Number(a)),
+                            ast.Comparison(ast.Field("m.b"), "<", ast.Number(b))))
+            rules.append(ast.Rule(filt, (ast.Forward(tuple(sorted({topo.node_id(h) for h in hs}))),)))
+    return topo, ast.RuleSet(tuple(rules))
+
+
+@settings(max_examples=30, deadline=None)
+@given(ranged_subscriptions(), st.sampled_from(["mr", "tr"]), st.sampled_from([1, 50]))
+def test_each_switch_pipeline_equals_a_compile_of_its_own_rules(case, policy, alpha):
+    """compile_network compiles equal rule sets once and shares per-filter work between switches
+    (compiler.filter_memo); every switch's pipeline must still be exactly what compiling that
+    switch's routed rules alone gives, and the model must run it as the rules say."""
+    topo, rules = case
+    result = compile_network(topo, rules, SPEC, policy=policy, alpha=Alpha(Decimal(alpha)), jobs=1,
+                             keep_pipelines=True)
+    per_switch = route(topo, rules, check_rules(rules, SPEC, port_bits=32).fields, policy, Alpha(Decimal(alpha)))
+    values = np.arange(256, dtype=np.uint64)
+    for s, sr in per_switch.items():
+        direct = compile_rules(SPEC, sr.rules, CompileOptions(delivery="groups", lanes=None)).pipeline
+        if sr.miss_up:
+            direct = send_misses_up(direct)
+        assert result.pipelines[s] == direct, s
+        shared = result.stats["switches"][s].get("compiled_as")
+        if shared is not None:
+            assert per_switch[shared].rules == sr.rules and per_switch[shared].miss_up == sr.miss_up
+    # The grouping: switches with equal rules (and miss_up) share one compile, others do not.
+    groups = {}
+    for s, sr in per_switch.items():
+        groups.setdefault((sr.miss_up, sr.rules.rules), []).append(s)
+    assert result.stats["totals"]["compiles"] == len(groups)
+    # And the pipelines forward what the rules say (an oracle that shares no code with the compiler).
+    for s, sr in per_switch.items():
+        b = np.array([int(x) for x in (values * 7) % 256], dtype=np.uint64)
+        got = Model(result.pipelines[s]).run({"m.a": values, "m.b": b}).port_sets()
+        for a_val, b_val, ports in zip(values.tolist(), b.tolist(), got):
+            want = {p for r in sr.rules for p in r.ports if _matches(r.filter, {"m.a": a_val, "m.b": b_val})}
+            if sr.miss_up and not want:
+                want = {UP_PORT}
+            assert ports == want, (s, a_val, b_val)
+
+
+def _matches(f: ast.Filter, packet: dict[str, int]) -> bool:
+    if isinstance(f, ast.And):
+        return all(_matches(x, packet) for x in f.items)
+    if isinstance(f, ast.Const):
+        return f.value
+    value, bound = packet[f.attribute.name], f.value.value
+    return {">": value > bound, "<": value < bound, "==": value == bound}[f.op]
+
+
+def test_the_forked_pool_writes_what_one_process_writes(tmp_path):
+    """Workers forked with the tasks in memory (nothing pickled) and shared compiles give the same files."""
+    topo = fat_tree(4)
+    rules = host_rules([["h1", "h16"], ["h2"], ["h5"], ["h9", "h10", "h11"], ["h3", "h4"]], topo)
+    for policy in ("mr", "tr"):
+        one = compile_network(topo, rules, SPEC, policy=policy, out_dir=tmp_path / f"{policy}1", jobs=1)
+        two = compile_network(topo, rules, SPEC, policy=policy, out_dir=tmp_path / f"{policy}2", jobs=2)
+        assert one.stats["totals"]["compiles"] < len(topo.switches())  # the core switches share one
+        for s in topo.switches():
+            for name in ("pipeline.json", "rules.sub"):
+                assert (tmp_path / f"{policy}1" / s / name).read_text() == (tmp_path / f"{policy}2" / s / name).read_text()
+        for s, row in one.stats["switches"].items():
+            assert {k: v for k, v in row.items() if k != "compile_seconds"} == \
+                   {k: v for k, v in two.stats["switches"][s].items() if k != "compile_seconds"}
