@@ -145,7 +145,6 @@ def run(args: argparse.Namespace) -> int:
         if not storage.is_url(trace):
             check_regular(trace, "trace")
         storage.file_size(trace)
-        require_packets(trace)  # an empty trace is refused, not replayed as "0 messages"
     check_regular(rules_path(args), "rule file")
     if args.report:
         report_dir(args.report)
@@ -169,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
         # Without a cached context, pipeline.json is read before Spark starts (a damaged one is said
         # at once, as the other inputs above).
         pipeline = None if cached else ir.load(args.out)
+        for trace in args.trace:  # an empty trace is refused, not replayed as "0 messages"
+            require_packets(trace)
         lap("rules")
         # Spark (the JVM, then a Python worker per core) comes up on a thread while this one reads
         # the rules and builds the model and the ground-truth index: seconds each, in other processes.
