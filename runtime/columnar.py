@@ -477,23 +477,37 @@ class _Run:
 
     # -- statements -------------------------------------------------------------------------------
     def extract(self, step: _Extract, idx: np.ndarray) -> np.ndarray:
-        keep = np.ones(len(idx), dtype=bool)
-        if step.stack_size is not None:
-            full = self.count[step.instance][idx] >= step.stack_size
-            self.stop(idx[full], STACK_OUT_OF_BOUNDS)
-            keep &= ~full
-        short = keep & (self.cursor[idx] + step.width > self.total[idx])
-        self.stop(idx[short], PACKET_TOO_SHORT)
-        keep &= ~short
-        go = idx[keep]
-        at = self.start[go] + self.cursor[go]
+        # Each per-packet column is gathered once, and the usual case (every packet has room and
+        # bytes left) skips the masking: these run once per state and depth over whole batches.
+        cursor = self.cursor[idx]
+        keep = cursor + step.width <= self.total[idx]
+        stack = step.stack_size is not None
+        if stack:
+            pos = self.count[step.instance][idx]
+            room = pos < step.stack_size
+            if not room.all():
+                self.stop(idx[~room], STACK_OUT_OF_BOUNDS)  # said before "too short", as P4 checks it first
+                keep &= room
+                short = room & ~keep
+            else:
+                short = ~keep
+        else:
+            short = ~keep
+        if short.any():
+            self.stop(idx[short], PACKET_TOO_SHORT)
+        if keep.all():
+            go = idx
+        else:
+            go, cursor = idx[keep], cursor[keep]
+            if stack:
+                pos = pos[keep]
+        at = self.start[go] + cursor
         r = self.reader
-        if step.stack_size is None:
+        if not stack:
             self.valid[step.instance][go] = True
             for name, off, width in step.fields:
                 self.scalar[(step.instance, name)][go] = read_bits(self.buf, at + off, width, self.raw if width > 64 else None)
         else:
-            pos = self.count[step.instance][go]
             for name, off, width in step.fields:
                 values = read_bits(self.buf, at + off, width, self.raw if width > 64 else None)
                 if name in r.last_keep.get(step.instance, ()):
@@ -501,7 +515,7 @@ class _Run:
                 if name in r.index_keep.get(step.instance, ()):
                     self.dense[(step.instance, name)][go, pos] = values
             self.count[step.instance][go] = pos + 1
-        self.cursor[go] += step.width
+        self.cursor[go] = cursor + step.width
         return keep
 
     def advance(self, step: _Advance, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -518,12 +532,18 @@ class _Run:
             else:
                 bits = np.minimum(values, _U(1 << 62)).astype(np.int64)
         keep = err == 0
-        for code in np.unique(err[~keep]):
-            self.stop(idx[err == code], STATUSES[code - 1])
-        short = keep & (self.cursor[idx] + bits > self.total[idx])
-        self.stop(idx[short], PACKET_TOO_SHORT)
-        keep &= ~short
-        self.cursor[idx[keep]] += bits[keep]
+        if not keep.all():
+            for code in np.unique(err[~keep]):
+                self.stop(idx[err == code], STATUSES[code - 1])
+        moved = self.cursor[idx] + bits
+        short = keep & (moved > self.total[idx])
+        if short.any():
+            self.stop(idx[short], PACKET_TOO_SHORT)
+            keep &= ~short
+        if keep.all():
+            self.cursor[idx] = moved
+            return keep, bits > 0
+        self.cursor[idx[keep]] = moved[keep]
         return keep, bits[keep] > 0
 
     def select(self, st: _State, s: int, idx: np.ndarray) -> None:
@@ -553,9 +573,11 @@ class _Run:
                     hit &= (v & _U(mask & _M64)) == _U(want)
             target[hit] = goto
             undecided &= ~hit
-        for code in np.unique(err[err != 0]):
-            self.stop(idx[err == code], STATUSES[code - 1])
-        self.stop(idx[undecided], NO_MATCH)
+        if err.any():
+            for code in np.unique(err[err != 0]):
+                self.stop(idx[err == code], STATUSES[code - 1])
+        if undecided.any():
+            self.stop(idx[undecided], NO_MATCH)
         decided = target != -10
         self.state[idx[decided]] = target[decided]
 

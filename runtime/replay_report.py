@@ -174,7 +174,7 @@ def plot(data: dict[str, Any], out_dir: Path) -> list[Path]:
     ax.set_xlabel("port")
     ax.set_ylabel("messages")
     ax.set_title("Deliveries per port")
-    ax.legend()
+    ax.legend(loc="upper left")  # a fixed place: "best" searched every bar and took half the plot time
     fig.tight_layout()
     paths.append(out_dir / "deliveries_per_port.png")
     fig.savefig(paths[-1], dpi=100)
@@ -187,7 +187,7 @@ def plot(data: dict[str, Any], out_dir: Path) -> list[Path]:
     ax.set_xlabel("port")
     ax.set_ylabel("false positives (% of delivered)")
     ax.set_title("False-positive rate per port")
-    ax.legend()
+    ax.legend(loc="upper left")
     fig.tight_layout()
     paths.append(out_dir / "false_positive_rate.png")
     fig.savefig(paths[-1], dpi=100)
