@@ -91,18 +91,22 @@ def read_bits(buf: np.ndarray, bitpos: np.ndarray, width: int, raw: bytes | None
     if aligned and width == 8:
         return buf[byte].astype(np.uint64)
     span = (width + 7) // 8 if aligned else (width + 14) // 8  # bytes covering the field at any shift
-    if span <= 4:
-        # Narrow fields (most of them): OR-ing up to four byte gathers in 32 bits is several times
-        # cheaper than gathering rows of an 8-byte window and byte-swapping them.
-        word = buf[byte].astype(np.uint32)
-        for j in range(1, span):
-            word <<= np.uint32(8)
-            word |= buf[byte + j]
-        word = word.astype(np.uint64)
+    if span <= 2:
+        # One or two bytes: OR-ing byte gathers is the cheapest read.
+        word = buf[byte].astype(np.uint64)
+        if span == 2:
+            word <<= _U(8)
+            word |= buf[byte + 1]
+    elif span <= 4:
+        word = _words(buf, 4)[byte].astype(np.uint64)
+        span = 4
+    else:
+        word = None
+    if word is not None:
         if aligned:
             return word >> _U(span * 8 - width) if span * 8 != width else word
         return (word >> (_U(span * 8 - width) - shift)) & _mask(width)
-    hi = np.lib.stride_tricks.sliding_window_view(buf, 8)[byte].view(">u8").ravel().astype(np.uint64)
+    hi = _words(buf, 8)[byte].astype(np.uint64)
     if aligned:
         return hi >> _U(64 - width)
     top = hi << shift
@@ -110,6 +114,13 @@ def read_bits(buf: np.ndarray, bitpos: np.ndarray, width: int, raw: bytes | None
         lo = buf[byte + 8].astype(np.uint64)
         top |= lo >> (_U(8) - shift)
     return top >> _U(64 - width)
+
+
+def _words(buf: np.ndarray, k: int) -> np.ndarray:
+    """``buf`` seen as a big-endian ``k``-byte word starting at *every* byte (a stride-1 view, no
+    copy): a gather from it reads one unaligned word per position, which is several times cheaper
+    than gathering rows of ``k`` bytes and byte-swapping them."""
+    return np.ndarray((len(buf) - k + 1,), dtype=np.dtype(f">u{k}"), buffer=buf, strides=(1,))
 
 
 # ------------------------------------------------------------------------------------------------
