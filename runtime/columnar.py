@@ -88,13 +88,25 @@ def read_bits(buf: np.ndarray, bitpos: np.ndarray, width: int, raw: bytes | None
             out[i] = (chunk >> (last * 8 - s - width)) & ((1 << width) - 1)
         return out
     aligned = not shift.any()
-    if aligned and width in (8, 16, 32, 64):
-        k = width // 8
-        if k == 1:
-            return buf[byte].astype(np.uint64)
-        rows = np.lib.stride_tricks.sliding_window_view(buf, k)[byte]
-        return rows.view(np.dtype(f">u{k}")).ravel().astype(np.uint64)
-    hi = np.lib.stride_tricks.sliding_window_view(buf, 8)[byte].view(">u8").ravel().astype(np.uint64)
+    if aligned and width == 8:
+        return buf[byte].astype(np.uint64)
+    span = (width + 7) // 8 if aligned else (width + 14) // 8  # bytes covering the field at any shift
+    if span <= 2:
+        # One or two bytes: OR-ing byte gathers is the cheapest read.
+        word = buf[byte].astype(np.uint64)
+        if span == 2:
+            word <<= _U(8)
+            word |= buf[byte + 1]
+    elif span <= 4:
+        word = _words(buf, 4)[byte].astype(np.uint64)
+        span = 4
+    else:
+        word = None
+    if word is not None:
+        if aligned:
+            return word >> _U(span * 8 - width) if span * 8 != width else word
+        return (word >> (_U(span * 8 - width) - shift)) & _mask(width)
+    hi = _words(buf, 8)[byte].astype(np.uint64)
     if aligned:
         return hi >> _U(64 - width)
     top = hi << shift
@@ -102,6 +114,13 @@ def read_bits(buf: np.ndarray, bitpos: np.ndarray, width: int, raw: bytes | None
         lo = buf[byte + 8].astype(np.uint64)
         top |= lo >> (_U(8) - shift)
     return top >> _U(64 - width)
+
+
+def _words(buf: np.ndarray, k: int) -> np.ndarray:
+    """``buf`` seen as a big-endian ``k``-byte word starting at *every* byte (a stride-1 view, no
+    copy): a gather from it reads one unaligned word per position, which is several times cheaper
+    than gathering rows of ``k`` bytes and byte-swapping them."""
+    return np.ndarray((len(buf) - k + 1,), dtype=np.dtype(f">u{k}"), buffer=buf, strides=(1,))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -469,23 +488,37 @@ class _Run:
 
     # -- statements -------------------------------------------------------------------------------
     def extract(self, step: _Extract, idx: np.ndarray) -> np.ndarray:
-        keep = np.ones(len(idx), dtype=bool)
-        if step.stack_size is not None:
-            full = self.count[step.instance][idx] >= step.stack_size
-            self.stop(idx[full], STACK_OUT_OF_BOUNDS)
-            keep &= ~full
-        short = keep & (self.cursor[idx] + step.width > self.total[idx])
-        self.stop(idx[short], PACKET_TOO_SHORT)
-        keep &= ~short
-        go = idx[keep]
-        at = self.start[go] + self.cursor[go]
+        # Each per-packet column is gathered once, and the usual case (every packet has room and
+        # bytes left) skips the masking: these run once per state and depth over whole batches.
+        cursor = self.cursor[idx]
+        keep = cursor + step.width <= self.total[idx]
+        stack = step.stack_size is not None
+        if stack:
+            pos = self.count[step.instance][idx]
+            room = pos < step.stack_size
+            if not room.all():
+                self.stop(idx[~room], STACK_OUT_OF_BOUNDS)  # said before "too short", as P4 checks it first
+                keep &= room
+                short = room & ~keep
+            else:
+                short = ~keep
+        else:
+            short = ~keep
+        if short.any():
+            self.stop(idx[short], PACKET_TOO_SHORT)
+        if keep.all():
+            go = idx
+        else:
+            go, cursor = idx[keep], cursor[keep]
+            if stack:
+                pos = pos[keep]
+        at = self.start[go] + cursor
         r = self.reader
-        if step.stack_size is None:
+        if not stack:
             self.valid[step.instance][go] = True
             for name, off, width in step.fields:
                 self.scalar[(step.instance, name)][go] = read_bits(self.buf, at + off, width, self.raw if width > 64 else None)
         else:
-            pos = self.count[step.instance][go]
             for name, off, width in step.fields:
                 values = read_bits(self.buf, at + off, width, self.raw if width > 64 else None)
                 if name in r.last_keep.get(step.instance, ()):
@@ -493,7 +526,7 @@ class _Run:
                 if name in r.index_keep.get(step.instance, ()):
                     self.dense[(step.instance, name)][go, pos] = values
             self.count[step.instance][go] = pos + 1
-        self.cursor[go] += step.width
+        self.cursor[go] = cursor + step.width
         return keep
 
     def advance(self, step: _Advance, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -510,12 +543,18 @@ class _Run:
             else:
                 bits = np.minimum(values, _U(1 << 62)).astype(np.int64)
         keep = err == 0
-        for code in np.unique(err[~keep]):
-            self.stop(idx[err == code], STATUSES[code - 1])
-        short = keep & (self.cursor[idx] + bits > self.total[idx])
-        self.stop(idx[short], PACKET_TOO_SHORT)
-        keep &= ~short
-        self.cursor[idx[keep]] += bits[keep]
+        if not keep.all():
+            for code in np.unique(err[~keep]):
+                self.stop(idx[err == code], STATUSES[code - 1])
+        moved = self.cursor[idx] + bits
+        short = keep & (moved > self.total[idx])
+        if short.any():
+            self.stop(idx[short], PACKET_TOO_SHORT)
+            keep &= ~short
+        if keep.all():
+            self.cursor[idx] = moved
+            return keep, bits > 0
+        self.cursor[idx[keep]] = moved[keep]
         return keep, bits[keep] > 0
 
     def select(self, st: _State, s: int, idx: np.ndarray) -> None:
@@ -545,9 +584,11 @@ class _Run:
                     hit &= (v & _U(mask & _M64)) == _U(want)
             target[hit] = goto
             undecided &= ~hit
-        for code in np.unique(err[err != 0]):
-            self.stop(idx[err == code], STATUSES[code - 1])
-        self.stop(idx[undecided], NO_MATCH)
+        if err.any():
+            for code in np.unique(err[err != 0]):
+                self.stop(idx[err == code], STATUSES[code - 1])
+        if undecided.any():
+            self.stop(idx[undecided], NO_MATCH)
         decided = target != -10
         self.state[idx[decided]] = target[decided]
 
