@@ -31,6 +31,15 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from compiler import rule_build
+from compiler.ast_make import comparison as make_comparison
+from compiler.ast_make import const as make_const
+from compiler.ast_make import forward as make_forward
+from compiler.ast_make import junction as make_junction
+from compiler.ast_make import location as make_location
+from compiler.ast_make import location_setters, setters
+from compiler.ast_make import negation as make_not
+from compiler.ast_make import number as make_number
+from compiler.ast_make import string as make_string
 from compiler import rules as ast
 from compiler.errors import SourceLocation
 from compiler.values import MAX_NUMBER_DIGITS
@@ -86,13 +95,17 @@ for _regex, _kind in _ALTERNATIVES:
     _KIND.extend([0] * re.compile(_regex).groups)
 assert len(_KIND) == _SCANNER.groups + 1
 
-# The usual rule as one match: up to RULE_SLOTS comparisons ``[not] h.f OP constant`` joined by
-# ``and`` or ``or``, then actions (``fwd(ports)``, ``drop``, user actions with number or address
-# arguments), then ';' or the end. Blanks only inside (comments before the rule). Every token is an
+# The usual rule as one match: up to RULE_SLOTS atoms (a comparison ``h.f OP constant`` or
+# ``true``/``false``), each after any number of ``not`` and ``(`` and before any number of ``)``,
+# joined by ``and`` or ``or``, then actions (``fwd(ports)``, ``drop``, user actions with number or
+# address arguments), then ';' or the end. Blanks and comments between the tokens of the filter (only
+# blanks inside a constant and inside the actions, whose text is read again). Every token is an
 # atomic group tried in lark's order, so a shorter reading of a token is never taken to make the
-# rest fit. Anything else is read token by token.
-RULE_SLOTS = 8
+# rest fit. The parentheses are matched by flat_rule, not by the regex. Anything else is read token
+# by token.
+RULE_SLOTS = 16
 _W = rf"{WS_RE}*+"
+_S = rf"{WS_RE}*+(?:(?:#|//)[^\n]*+{WS_RE}*+)*+"  # _SKIP, quicker where there is no comment
 _LIT = rf"(?>{_plain(STRING_RE)}|{_plain(ADDRESS_RE)}(?:{_W}/{_W}[0-9]++)?|{IPV4_RE}(?:{_W}/{_W}[0-9]++)?|{HEX_RE}|{DECIMAL_RE}|{INT_RE}|{NAME_RE})"
 _ARG = rf"(?>{_plain(ADDRESS_RE)}|{IPV4_RE}|{HEX_RE}|{DECIMAL_RE}|{INT_RE})"
 _PORT = rf"(?>{HEX_RE}|{INT_RE})"
@@ -101,9 +114,10 @@ _OR_KW = r"(?i:or)\b|\|\||∨"
 
 
 def _slots(n: int, join: str = "") -> str:
-    slot = (rf"{join}(?:(!|¬|(?i:not)\b){_W})?(?!{_KWORD})((?>{_plain(DOTTED_RE)})){_W}"
-            rf"(==|!=|<=|>=|<|>|=|(?i:prefix)\b){_W}({_LIT})")
-    return slot + (rf"(?:{_W}{_slots(n - 1, rf'({_AND_KW}|{_OR_KW}){_W}')})?" if n > 1 else "")
+    slot = (rf"{join}((?:(?=[!¬(nN])(?:!|¬|(?i:not)\b|\(){_S})*+)"
+            rf"(?:(?!{_KWORD})((?>{_plain(DOTTED_RE)})){_S}(==|!=|<=|>=|<|>|=|(?i:prefix)\b){_S}({_LIT})"
+            rf"|((?i:true|false)(?![A-Za-z0-9_.])))((?:{_S}\))*+)")
+    return slot + (rf"(?:{_S}{_slots(n - 1, rf'({_AND_KW}|{_OR_KW}){_S}')})?" if n > 1 else "")
 
 
 def _action(capture: bool) -> str:
@@ -113,11 +127,16 @@ def _action(capture: bool) -> str:
 
 
 _RULE = re.compile(
-    rf"{_SKIP}(){_slots(RULE_SLOTS)}{_W}:{_W}(?:{_action(True)})((?:{_W},{_W}(?:{_action(False)}))*+){_W}(?:;|\Z)")
-_SLOT_BASES = range(0, 5 * RULE_SLOTS, 5)  # each slot's groups: and/or before it, not, field, operator, literal
-_FWD_GROUP = 5 * RULE_SLOTS + 1  # 'fwd', then: ports, drop, action name, arguments, more actions
+    rf"{_SKIP}(){_slots(RULE_SLOTS)}{_S}:{_S}(?:{_action(True)})((?:{_W},{_W}(?:{_action(False)}))*+){_W}(?:;|\Z)")
+_SLOT_GROUPS = 7  # each slot's groups: and/or before it, not and '(' before it, field, operator, literal, true/false, ')' after it
+_SLOT_BASES = range(0, _SLOT_GROUPS * RULE_SLOTS, _SLOT_GROUPS)
+_FWD_GROUP = _SLOT_GROUPS * RULE_SLOTS + 1  # 'fwd', then: ports, drop, action name, arguments, more actions
 _ACTION_RE = re.compile(_action(True))
 _OPS = {"==": "==", "=": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}  # else prefix, any case
+_PREFIX_TOKEN = re.compile(r"[#/][^\n]*|[(!¬nN]")  # in a slot's prefix: a comment, '(', or a 'not' (its first letter)
+# How deep flat_rule lets parentheses and negations nest (lark's tree grows by about 2 per '(' and 1 per
+# 'not'); deeper rules are read token by token, which stops where lark's limit (MAX_NESTING) is near.
+_FLAT_DEPTH = 60
 _PORT_RE = re.compile(_PORT)
 _ARG_RE = re.compile(_ARG)
 
@@ -150,6 +169,26 @@ class Parsed:
     spans: dict[int, tuple[int, int]] = field(default_factory=dict)
     stopped: bool = False
     stop_from: int = 0  # with stopped: the offset from which lark reads (the rule before the stop)
+
+
+_new = object.__new__
+# The slots' setters of the nodes flat_rule builds inline (see compiler/ast_make.py).
+_set_file, _set_line, _set_column = location_setters
+_set_string, _set_string_loc = setters(ast.String, "value", "location")
+_set_number, _set_number_hex, _set_number_loc = setters(ast.Number, "value", "hex", "location")
+_set_field, _set_field_loc = setters(ast.Field, "name", "location")
+_set_attribute, _set_op, _set_value, _set_comparison_loc = setters(ast.Comparison, "attribute", "op", "value", "location")
+
+
+def _junction(kind: type, items: list, where: SourceLocation):
+    """``kind(items)`` (And or Or), a parenthesised operand of the same kind flattened into it."""
+    flat = []
+    for item in items:
+        if type(item) is kind:
+            flat.extend(item.items)
+        else:
+            flat.append(item)
+    return make_junction(kind, tuple(flat), where)
 
 
 def parse(text: str, path: str) -> Parsed:
@@ -222,55 +261,141 @@ class _Parser:
 
     def flat_rule(self, m: re.Match) -> ast.Rule | None:
         """The Rule of a _RULE match, or None (and the rule read token by token) if anything in it
-        is doubtful. The usual rule is read here without further calls (this is the hot loop)."""
+        is doubtful, its parentheses do not match, or it nests deeper than _FLAT_DEPTH. This is the
+        hot loop: the usual rule is built here without calls but the nodes' constructors.
+
+        The filter is built as the recursive descent builds it (and binds tighter than or; a
+        parenthesised And or Or is flattened into an And or Or around it; a node made of several
+        operands is located at the first token of its first operand, a ``(`` or a ``not`` included),
+        keeping a stack of the groups the parentheses open."""
         groups = m.groups()
         start = m.start
-        self.loc(start(2) if groups[1] else start(3))  # puts the line cache on the rule's first line
-        if m.end() <= self.line_to:  # the whole rule on one line: columns by subtraction
+        first = start(2) if groups[1] else start(3) if groups[2] is not None else start(6)
+        self.loc(first)  # puts the line cache on the rule's first line
+        oneline = m.end() <= self.line_to
+        if oneline:  # the whole rule on one line: columns by subtraction
             path, line, before = self.path, self.line, self.line_from
 
-            def loc(offset: int) -> SourceLocation:
+            def loc(offset: int) -> SourceLocation:  # make_location(path, line, offset - before), inlined
                 made = _new(SourceLocation)
-                _set(made, "file", path)
-                _set(made, "line", line)
-                _set(made, "column", offset - before)
+                _set_file(made, path)
+                _set_line(made, line)
+                _set_column(made, offset - before)
                 return made
         else:
             loc = self.loc
-        conjunctions: list[list] = [[]]
+        # The innermost open group: the conjunctions before (ors), the current one's operands (ands),
+        # and where each starts; `opened` holds the groups around it, each with the nots before its '('.
+        ors: list = []
+        ands: list = []
+        or_start = and_start = first
+        opened: list[tuple] = []
+        depth = 0
         for base in _SLOT_BASES:
             name = groups[base + 2]
-            if name is None:
+            if name is None and groups[base + 5] is None:
                 break
-            where = loc(start(base + 3))
-            text = groups[base + 4]
-            if text[0] == '"':
-                raw = text[1:-1]
-                value = ast.String(rule_build.unescape(raw) if "\\" in raw else raw, loc(start(base + 5)))
-            elif text.isdigit() and len(text) <= MAX_NUMBER_DIGITS:
-                value = ast.Number(int(text), False, loc(start(base + 5)))
-            else:
-                value = self.literal(text, loc(start(base + 5)))
-                if value is None:
-                    return None
-            item = ast.Comparison(ast.Field(name, where), _OPS.get(groups[base + 3], "prefix"), value, where)
-            if groups[base + 1]:
-                item = ast.Not(item, loc(start(base + 2)))
             join = groups[base]
             if join and join[0] not in "aA&^∧":  # or: and binds tighter
-                conjunctions.append([item])
+                ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, loc(and_start)))
+                ands = []
+            prefix = groups[base + 1]
+            nots = ()
+            if prefix:
+                nots = []
+                offset = start(base + 2)
+                for t in _PREFIX_TOKEN.finditer(prefix):
+                    c = t.group()
+                    if c == "(":
+                        if not ands:
+                            and_start = nots[0] if nots else offset + t.start()
+                            if not ors:
+                                or_start = and_start
+                        depth += 2 + len(nots)
+                        if depth > _FLAT_DEPTH:
+                            return None
+                        opened.append((ors, ands, or_start, and_start, nots))
+                        ors, ands, nots = [], [], []
+                        or_start = and_start = -1
+                    elif c[0] not in "#/":
+                        nots.append(offset + t.start())
+            if name is not None:  # the constructors of make_comparison and make_number inlined
+                at = start(base + 3)
+                vat = start(base + 5)
+                if oneline:
+                    where = _new(SourceLocation)
+                    _set_file(where, path)
+                    _set_line(where, line)
+                    _set_column(where, at - before)
+                    value_at = _new(SourceLocation)
+                    _set_file(value_at, path)
+                    _set_line(value_at, line)
+                    _set_column(value_at, vat - before)
+                else:
+                    where = loc(at)
+                    value_at = loc(vat)
+                text = groups[base + 4]
+                if text[0] == '"':
+                    raw = text[1:-1]
+                    value = _new(ast.String)
+                    _set_string(value, rule_build.unescape(raw) if "\\" in raw else raw)
+                    _set_string_loc(value, value_at)
+                elif len(text) > MAX_NUMBER_DIGITS:
+                    return None
+                elif text.isdigit() or text.replace(".", "", 1).isdigit():
+                    value = _new(ast.Number)
+                    _set_number(value, int(text) if "." not in text else Decimal(text))
+                    _set_number_hex(value, False)
+                    _set_number_loc(value, value_at)
+                else:
+                    value = self.literal(text, value_at)
+                    if value is None:
+                        return None
+                attribute = _new(ast.Field)
+                _set_field(attribute, name)
+                _set_field_loc(attribute, where)
+                item = _new(ast.Comparison)
+                _set_attribute(item, attribute)
+                _set_op(item, _OPS.get(groups[base + 3], "prefix"))
+                _set_value(item, value)
+                _set_comparison_loc(item, where)
             else:
-                conjunctions[-1].append(item)
-        ors = [c[0] if len(c) == 1 else ast.And(tuple(c), c[0].location) for c in conjunctions]
-        where = ors[0].location
-        filt = ors[0] if len(ors) == 1 else ast.Or(tuple(ors), where)
+                at = start(base + 6)
+                item = make_const(groups[base + 5][0] in "tT", loc(at))
+            if not ands:
+                and_start = nots[0] if nots else at
+                if not ors:
+                    or_start = and_start
+            if nots:
+                if depth + len(nots) > _FLAT_DEPTH:
+                    return None
+                for offset in reversed(nots):
+                    item = make_not(item, loc(offset))
+            ands.append(item)
+            closes = groups[base + 6]
+            if closes:
+                for _ in range(closes.count(")")):
+                    if not opened:
+                        return None
+                    ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, loc(and_start)))
+                    item = ors[0] if len(ors) == 1 else _junction(ast.Or, ors, loc(or_start))
+                    ors, ands, or_start, and_start, nots = opened.pop()
+                    depth -= 2 + len(nots)
+                    for offset in reversed(nots):
+                        item = make_not(item, loc(offset))
+                    ands.append(item)
+        if opened:
+            return None
+        ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, loc(and_start)))
+        filt = ors[0] if len(ors) == 1 else _junction(ast.Or, ors, loc(or_start))
+        where = loc(first)
         ports = groups[_FWD_GROUP]
         if groups[_FWD_GROUP + 4]:  # several actions
-            first = max(start(_FWD_GROUP), start(_FWD_GROUP + 2), start(_FWD_GROUP + 3))
-            items = [self.action(a) for a in _ACTION_RE.finditer(self.text, first, m.end(_FWD_GROUP + 5))]
+            begin = max(start(_FWD_GROUP), start(_FWD_GROUP + 2), start(_FWD_GROUP + 3))
+            items = [self.action(a) for a in _ACTION_RE.finditer(self.text, begin, m.end(_FWD_GROUP + 5))]
             return None if None in items else ast.Rule(filt, rule_build.merge_actions(items), where)
         if ports is not None and ports.isdigit() and len(ports) <= MAX_NUMBER_DIGITS:  # fwd(N)
-            return ast.Rule(filt, (ast.Forward((int(ports),), loc(start(_FWD_GROUP))),), where)
+            return ast.Rule(filt, (make_forward((int(ports),), loc(start(_FWD_GROUP))),), where)
         action = self.action(m, _FWD_GROUP - 1)
         return None if action is None else ast.Rule(filt, (action,), where)
 
