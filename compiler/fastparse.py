@@ -103,7 +103,7 @@ assert len(_KIND) == _SCANNER.groups + 1
 # atomic group tried in lark's order, so a shorter reading of a token is never taken to make the
 # rest fit. The parentheses are matched by flat_rule, not by the regex. Anything else is read token
 # by token.
-RULE_SLOTS = 16
+RULE_SLOTS = 16  # comparisons (or true/false) in a rule read by one match
 _W = rf"{WS_RE}*+"
 _S = rf"{WS_RE}*+(?:(?:#|//)[^\n]*+{WS_RE}*+)*+"  # _SKIP, quicker where there is no comment
 _LIT = rf"(?>{_plain(STRING_RE)}|{_plain(ADDRESS_RE)}(?:{_W}/{_W}[0-9]++)?|{IPV4_RE}(?:{_W}/{_W}[0-9]++)?|{HEX_RE}|{DECIMAL_RE}|{INT_RE}|{NAME_RE})"
@@ -126,14 +126,18 @@ def _action(capture: bool) -> str:
             rf"|(?!(?:fwd|drop)(?![A-Za-z0-9_])){g}(?>{NAME_RE})){_W}\({_W}{g}(?:{_ARG}(?:{_W},{_W}{_ARG})*+)?){_W}\)")
 
 
-_RULE = re.compile(
-    rf"{_SKIP}(){_slots(RULE_SLOTS)}{_S}:{_S}(?:{_action(True)})((?:{_W},{_W}(?:{_action(False)}))*+){_W}(?:;|\Z)")
+def _rule(slots: int) -> re.Pattern:
+    return re.compile(rf"{_SKIP}(){_slots(slots)}{_S}:{_S}(?:{_action(True)})((?:{_W},{_W}(?:{_action(False)}))*+){_W}(?:;|\Z)")
+
+
+# The usual rule, then (tried when the first does not match) one of up to RULE_SLOTS atoms: a
+# regex of fewer slots matches faster and has fewer groups to hand over.
+_RULE, _LONG_RULE = _rule(8), _rule(RULE_SLOTS)
 _SLOT_GROUPS = 7  # each slot's groups: and/or before it, not and '(' before it, field, operator, literal, true/false, ')' after it
-_SLOT_BASES = range(0, _SLOT_GROUPS * RULE_SLOTS, _SLOT_GROUPS)
-_FWD_GROUP = _SLOT_GROUPS * RULE_SLOTS + 1  # 'fwd', then: ports, drop, action name, arguments, more actions
+_ACTION_GROUPS = 5  # after the slots: 'fwd', its ports, 'drop', an action's name, its arguments; then the more actions
 _ACTION_RE = re.compile(_action(True))
 _OPS = {"==": "==", "=": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}  # else prefix, any case
-_PREFIX_TOKEN = re.compile(r"[#/][^\n]*|[(!¬nN]")  # in a slot's prefix: a comment, '(', or a 'not' (its first letter)
+_COMMENT = re.compile(r"(?:#|//)[^\n]*")
 # How deep flat_rule lets parentheses and negations nest (lark's tree grows by about 2 per '(' and 1 per
 # 'not'); deeper rules are read token by token, which stops where lark's limit (MAX_NESTING) is near.
 _FLAT_DEPTH = 60
@@ -213,12 +217,12 @@ class _Parser:
     def run(self) -> Parsed:
         out = Parsed()
         text, size = self.text, len(self.text)
-        rule_match, scan, kind_of = _RULE.match, _SCANNER.finditer, _KIND
+        rule_match, long_match, scan, kind_of = _RULE.match, _LONG_RULE.match, _SCANNER.finditer, _KIND
         pos = 0
-        ends = [0, 0]  # the ends of the last two rules
+        last_start = 0  # where the last rule read starts (the end of the one before)
         while True:
             self.doubt = False
-            m = rule_match(text, pos)
+            m = rule_match(text, pos) or long_match(text, pos)
             rule = self.flat_rule(m) if m else None
             if rule is not None:
                 end = m.end()
@@ -249,15 +253,14 @@ class _Parser:
                         raise _Stop
                 except _Stop:
                     out.stopped = True
-                    out.stop_from = ends[-2] if out.rules else 0
+                    out.stop_from = last_start if out.rules else 0
                     return out
                 if self.doubt:
                     out.doubtful.append(len(out.rules))
-                    out.spans[len(out.rules)] = (ends[-1], end)
+                    out.spans[len(out.rules)] = (pos, end)
                     rule = None
             out.rules.append(rule)
-            ends = [ends[-1], end]
-            pos = end
+            last_start, pos = pos, end
 
     def flat_rule(self, m: re.Match) -> ast.Rule | None:
         """The Rule of a _RULE match, or None (and the rule read token by token) if anything in it
@@ -291,24 +294,31 @@ class _Parser:
         or_start = and_start = first
         opened: list[tuple] = []
         depth = 0
-        for base in _SLOT_BASES:
-            name = groups[base + 2]
-            if name is None and groups[base + 5] is None:
+        first_where = None  # the location of the first token once made: the rule's and its first junction's
+
+        def shared(offset: int) -> SourceLocation:
+            return first_where if offset == first and first_where is not None else loc(offset)
+
+        fwd = m.re.groups - _ACTION_GROUPS
+        slot = iter(groups[:fwd - 1])
+        base = -_SLOT_GROUPS  # the slot's first group, less one (start() numbers groups from 1)
+        for join, prefix, name, op, text, truth, closes in zip(slot, slot, slot, slot, slot, slot, slot):
+            base += _SLOT_GROUPS
+            if name is None and truth is None:
                 break
-            join = groups[base]
             if join and join[0] not in "aA&^∧":  # or: and binds tighter
-                ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, loc(and_start)))
+                ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, shared(and_start)))
                 ands = []
-            prefix = groups[base + 1]
             nots = ()
             if prefix:
                 nots = []
                 offset = start(base + 2)
-                for t in _PREFIX_TOKEN.finditer(prefix):
-                    c = t.group()
+                if "#" in prefix or "/" in prefix:
+                    prefix = _COMMENT.sub(lambda c: " " * len(c.group()), prefix)
+                for i, c in enumerate(prefix):  # '(', or the first character of a not
                     if c == "(":
                         if not ands:
-                            and_start = nots[0] if nots else offset + t.start()
+                            and_start = nots[0] if nots else offset + i
                             if not ors:
                                 or_start = and_start
                         depth += 2 + len(nots)
@@ -317,8 +327,8 @@ class _Parser:
                         opened.append((ors, ands, or_start, and_start, nots))
                         ors, ands, nots = [], [], []
                         or_start = and_start = -1
-                    elif c[0] not in "#/":
-                        nots.append(offset + t.start())
+                    elif c in "!¬nN":
+                        nots.append(offset + i)
             if name is not None:  # the constructors of make_comparison and make_number inlined
                 at = start(base + 3)
                 vat = start(base + 5)
@@ -327,6 +337,8 @@ class _Parser:
                     _set_file(where, path)
                     _set_line(where, line)
                     _set_column(where, at - before)
+                    if at == first:
+                        first_where = where
                     value_at = _new(SourceLocation)
                     _set_file(value_at, path)
                     _set_line(value_at, line)
@@ -334,7 +346,6 @@ class _Parser:
                 else:
                     where = loc(at)
                     value_at = loc(vat)
-                text = groups[base + 4]
                 if text[0] == '"':
                     raw = text[1:-1]
                     value = _new(ast.String)
@@ -356,12 +367,12 @@ class _Parser:
                 _set_field_loc(attribute, where)
                 item = _new(ast.Comparison)
                 _set_attribute(item, attribute)
-                _set_op(item, _OPS.get(groups[base + 3], "prefix"))
+                _set_op(item, _OPS.get(op, "prefix"))
                 _set_value(item, value)
                 _set_comparison_loc(item, where)
             else:
                 at = start(base + 6)
-                item = make_const(groups[base + 5][0] in "tT", loc(at))
+                item = make_const(truth[0] in "tT", loc(at))
             if not ands:
                 and_start = nots[0] if nots else at
                 if not ors:
@@ -372,13 +383,12 @@ class _Parser:
                 for offset in reversed(nots):
                     item = make_not(item, loc(offset))
             ands.append(item)
-            closes = groups[base + 6]
             if closes:
                 for _ in range(closes.count(")")):
                     if not opened:
                         return None
-                    ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, loc(and_start)))
-                    item = ors[0] if len(ors) == 1 else _junction(ast.Or, ors, loc(or_start))
+                    ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, shared(and_start)))
+                    item = ors[0] if len(ors) == 1 else _junction(ast.Or, ors, shared(or_start))
                     ors, ands, or_start, and_start, nots = opened.pop()
                     depth -= 2 + len(nots)
                     for offset in reversed(nots):
@@ -386,23 +396,30 @@ class _Parser:
                     ands.append(item)
         if opened:
             return None
-        ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, loc(and_start)))
-        filt = ors[0] if len(ors) == 1 else _junction(ast.Or, ors, loc(or_start))
-        where = loc(first)
-        ports = groups[_FWD_GROUP]
-        if groups[_FWD_GROUP + 4]:  # several actions
-            begin = max(start(_FWD_GROUP), start(_FWD_GROUP + 2), start(_FWD_GROUP + 3))
-            items = [self.action(a) for a in _ACTION_RE.finditer(self.text, begin, m.end(_FWD_GROUP + 5))]
-            return None if None in items else ast.Rule(filt, rule_build.merge_actions(items), where)
+        ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, shared(and_start)))
+        filt = ors[0] if len(ors) == 1 else _junction(ast.Or, ors, shared(or_start))
+        where = shared(first)
+        ports = groups[fwd]
         if ports is not None and ports.isdigit() and len(ports) <= MAX_NUMBER_DIGITS:  # fwd(N)
-            return ast.Rule(filt, (make_forward((int(ports),), loc(start(_FWD_GROUP))),), where)
-        action = self.action(m, _FWD_GROUP - 1)
-        return None if action is None else ast.Rule(filt, (action,), where)
+            action = make_forward((int(ports),), loc(start(fwd)))
+        else:
+            action = self.action(m, fwd - 1, loc)
+            if action is None:
+                return None
+        if not groups[fwd + 4]:
+            return ast.Rule(filt, (action,), where)
+        items = [action]  # several actions
+        for a in _ACTION_RE.finditer(self.text, start(fwd + 5), m.end(fwd + 5)):
+            action = self.action(a, 0, loc)
+            if action is None:
+                return None
+            items.append(action)
+        return ast.Rule(filt, rule_build.merge_actions(items), where)
 
-    def action(self, m: re.Match, at: int = 0):
+    def action(self, m: re.Match, at: int = 0, loc=None):
         """The action of an _ACTION_RE match (or of _RULE's first action, its groups after ``at``)."""
         ports, drop, name = m.group(at + 2, at + 3, at + 4)
-        loc = self.loc
+        loc = loc or self.loc
         if ports is not None:
             if "," in ports:
                 found = _PORT_RE.findall(ports)
