@@ -24,12 +24,8 @@ def setters(cls: type, *names: str) -> tuple:
 location_setters = setters(SourceLocation, "file", "line", "column")  # for loops that inline location()
 _loc_file, _loc_line, _loc_column = location_setters
 _num_value, _num_hex, _num_loc = setters(ast.Number, "value", "hex", "location")
-_str_value, _str_loc = setters(ast.String, "value", "location")
 _field_name, _field_loc = setters(ast.Field, "name", "location")
 _cmp_attribute, _cmp_op, _cmp_value, _cmp_loc = setters(ast.Comparison, "attribute", "op", "value", "location")
-_not_item, _not_loc = setters(ast.Not, "item", "location")
-_const_value, _const_loc = setters(ast.Const, "value", "location")
-_fwd_ports, _fwd_loc = setters(ast.Forward, "ports", "location")
 
 
 def location(file: str, line: int, column: int) -> SourceLocation:
@@ -48,13 +44,6 @@ def number(value, hex: bool, where: SourceLocation | None) -> ast.Number:
     return made
 
 
-def string(value: str, where: SourceLocation | None) -> ast.String:
-    made = _new(ast.String)
-    _str_value(made, value)
-    _str_loc(made, where)
-    return made
-
-
 def comparison(name: str, op: str, value, where: SourceLocation | None) -> ast.Comparison:
     """``Comparison(Field(name, where), op, value, where)``: a comparison is located at its field."""
     attribute = _new(ast.Field)
@@ -68,34 +57,27 @@ def comparison(name: str, op: str, value, where: SourceLocation | None) -> ast.C
     return made
 
 
-def negation(item, where: SourceLocation | None) -> ast.Not:
-    made = _new(ast.Not)
-    _not_item(made, item)
-    _not_loc(made, where)
-    return made
+def _two_fields(cls: type, first: str):
+    """The constructor of a node of one field and a location: ``make(value, where)``."""
+    set_first, set_location = setters(cls, first, "location")
+
+    def make(value, where: SourceLocation | None):
+        made = _new(cls)
+        set_first(made, value)
+        set_location(made, where)
+        return made
+
+    make.__name__ = make.__qualname__ = cls.__name__.lower()
+    return make
 
 
-def const(value: bool, where: SourceLocation | None) -> ast.Const:
-    made = _new(ast.Const)
-    _const_value(made, value)
-    _const_loc(made, where)
-    return made
-
-
-def forward(ports: tuple, where: SourceLocation | None) -> ast.Forward:
-    made = _new(ast.Forward)
-    _fwd_ports(made, ports)
-    _fwd_loc(made, where)
-    return made
+string = _two_fields(ast.String, "value")
+negation = _two_fields(ast.Not, "item")
+const = _two_fields(ast.Const, "value")
+forward = _two_fields(ast.Forward, "ports")
+_junctions = {ast.And: _two_fields(ast.And, "items"), ast.Or: _two_fields(ast.Or, "items")}
 
 
 def junction(kind: type, items: tuple, where: SourceLocation | None) -> ast.And | ast.Or:
     """``kind(items, where)`` for kind And or Or."""
-    made = _new(kind)
-    _junction_items[kind](made, items)
-    _junction_loc[kind](made, where)
-    return made
-
-
-_junction_items = {kind: kind.__dict__["items"].__set__ for kind in (ast.And, ast.Or)}
-_junction_loc = {kind: kind.__dict__["location"].__set__ for kind in (ast.And, ast.Or)}
+    return _junctions[kind](items, where)

@@ -14,9 +14,12 @@ that words errors. Instead it says, rule by rule, what it could not vouch for:
   *stops* it: lark reads from the rule before onwards, so that its parser is in the state it would
   be in after the whole prefix and reports the same error at the same place.
 
-Two ways of reading a rule. The usual one (``and``/``or`` of comparisons, each maybe negated, with
-any constant, then actions) is one match of ``_RULE`` and is built without further calls: that is
-what makes 100,000 rules a second. Any other is read token by token: a scanner of the grammar's
+Two ways of reading a rule. The usual one (up to 16 comparisons with any constant or
+``true``/``false``, joined by ``and``/``or``, with any ``not`` and parentheses, blanks and comments
+between tokens, then actions) is one match of ``_RULE`` (or ``_LONG_RULE``), and ``flat_rule``
+builds its AST from the match's groups, matching the parentheses with a stack: that is what makes
+100,000 rules a second. Any other (state variables and aggregates, constants on the left, strings
+as action arguments, comments inside a constant or the actions) is read token by token: a scanner of the grammar's
 terminals (the same regular expressions, in lark's priority order, with no parser state) and a
 recursive descent; the few places where lark's contextual lexer decides by state (a keyword or a
 name, ``fwd``/``drop`` or a user action) are decided by the parser, which knows its state.
@@ -152,8 +155,6 @@ AND_WORDS, OR_WORDS, NOT_WORDS = _CASES("and"), _CASES("or"), _CASES("not")
 TRUE_WORDS, FALSE_WORDS, PREFIX_WORDS = _CASES("true"), _CASES("false"), _CASES("prefix")
 _FILTER_KEYWORDS = NOT_WORDS | TRUE_WORDS | FALSE_WORDS
 
-_new = object.__new__
-_set = object.__setattr__
 
 
 class _Stop(Exception):
@@ -184,8 +185,11 @@ _set_field, _set_field_loc = setters(ast.Field, "name", "location")
 _set_attribute, _set_op, _set_value, _set_comparison_loc = setters(ast.Comparison, "attribute", "op", "value", "location")
 
 
-def _junction(kind: type, items: list, where: SourceLocation):
-    """``kind(items)`` (And or Or), a parenthesised operand of the same kind flattened into it."""
+def _junction(kind: type, items: list, where: SourceLocation, grouped: bool = True):
+    """``kind(items)`` (And or Or), a parenthesised operand of the same kind flattened into it
+    (there is none unless ``grouped``: the rule has parentheses)."""
+    if not grouped:
+        return make_junction(kind, tuple(items), where)
     flat = []
     for item in items:
         if type(item) is kind:
@@ -274,7 +278,8 @@ class _Parser:
         groups = m.groups()
         start = m.start
         first = start(2) if groups[1] else start(3) if groups[2] is not None else start(6)
-        self.loc(first)  # puts the line cache on the rule's first line
+        if not self.line_from < first < self.line_to:
+            self.seek(first)
         oneline = m.end() <= self.line_to
         if oneline:  # the whole rule on one line: columns by subtraction
             path, line, before = self.path, self.line, self.line_from
@@ -294,6 +299,7 @@ class _Parser:
         or_start = and_start = first
         opened: list[tuple] = []
         depth = 0
+        grouped = False  # whether a '(' was read
         first_where = None  # the location of the first token once made: the rule's and its first junction's
 
         def shared(offset: int) -> SourceLocation:
@@ -307,7 +313,7 @@ class _Parser:
             if name is None and truth is None:
                 break
             if join and join[0] not in "aA&^∧":  # or: and binds tighter
-                ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, shared(and_start)))
+                ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, shared(and_start), grouped))
                 ands = []
             nots = ()
             if prefix:
@@ -325,6 +331,7 @@ class _Parser:
                         if depth > _FLAT_DEPTH:
                             return None
                         opened.append((ors, ands, or_start, and_start, nots))
+                        grouped = True
                         ors, ands, nots = [], [], []
                         or_start = and_start = -1
                     elif c in "!¬nN":
@@ -387,8 +394,8 @@ class _Parser:
                 for _ in range(closes.count(")")):
                     if not opened:
                         return None
-                    ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, shared(and_start)))
-                    item = ors[0] if len(ors) == 1 else _junction(ast.Or, ors, shared(or_start))
+                    ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, shared(and_start), grouped))
+                    item = ors[0] if len(ors) == 1 else _junction(ast.Or, ors, shared(or_start), grouped)
                     ors, ands, or_start, and_start, nots = opened.pop()
                     depth -= 2 + len(nots)
                     for offset in reversed(nots):
@@ -396,8 +403,8 @@ class _Parser:
                     ands.append(item)
         if opened:
             return None
-        ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, shared(and_start)))
-        filt = ors[0] if len(ors) == 1 else _junction(ast.Or, ors, shared(or_start))
+        ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, shared(and_start), grouped))
+        filt = ors[0] if len(ors) == 1 else _junction(ast.Or, ors, shared(or_start), grouped)
         where = shared(first)
         ports = groups[fwd]
         if ports is not None and ports.isdigit() and len(ports) <= MAX_NUMBER_DIGITS:  # fwd(N)
@@ -469,17 +476,18 @@ class _Parser:
         if offset == self.last_offset:
             return self.last_loc
         if not self.line_from < offset < self.line_to:  # not on the line of the last location
-            nl = self.newlines
-            line = bisect_left(nl, offset)
-            self.line, self.line_from = line, nl[line - 1]
-            self.line_to = nl[line] if line < len(nl) else len(self.text)
-        loc = _new(SourceLocation)  # SourceLocation(...) without the frozen dataclass's __init__
-        _set(loc, "file", self.path)
-        _set(loc, "line", self.line)
-        _set(loc, "column", offset - self.line_from)
+            self.seek(offset)
+        loc = make_location(self.path, self.line, offset - self.line_from)
         self.last_offset = offset
         self.last_loc = loc
         return loc
+
+    def seek(self, offset: int) -> None:
+        """Puts the line cache on the line of ``offset``."""
+        nl = self.newlines
+        line = bisect_left(nl, offset)
+        self.line, self.line_from = line, nl[line - 1]
+        self.line_to = nl[line] if line < len(nl) else len(self.text)
 
     def expect(self, char: str) -> None:
         if self.kinds[self.i] == PUNCT and self.values[self.i] == char:
@@ -680,18 +688,18 @@ class _Parser:
             op = "prefix"
         c = text[0]
         if c == '"':
-            value = ast.String(rule_build.unescape(text[1:-1]), at)
+            value = make_string(rule_build.unescape(text[1:-1]), at)
         elif not self.number(text):
             value = ast.Number(0)
         elif text[1:2] in ("x", "X"):
-            value = ast.Number(int(text, 16), True, at)
+            value = make_number(int(text, 16), True, at)
         elif "." not in text:
-            value = ast.Number(int(text), False, at)
+            value = make_number(int(text), False, at)
         elif text.count(".") == 1:
-            value = ast.Number(Decimal(text), False, at)
+            value = make_number(Decimal(text), False, at)
         else:
             value = self.address(IPV4, text, at)
-        return ast.Comparison(ast.Field(name, where), op, value, where)
+        return make_comparison(name, op, value, where)
 
     # -- operands ---------------------------------------------------------------------------
     def operand(self, depth: int = 4):
