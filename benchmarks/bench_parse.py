@@ -4,10 +4,11 @@ whole `p4sub check` / `p4sub compile` on 100,000 rules in Camus's own syntax.
 Each spelling is a seeded file of N rules (100,000 by default) parsed by `compiler.lang.parse_rules`
 (the hand-written parser, the lark grammar only for what it cannot vouch for). Prints one JSON line
 per spelling: CPU seconds (process time, best of --repeat: the machine is shared), rules/s, and
-whether the grammar was needed. Two rows are reported, not held to the target: ITCH rules with all
-5 constraints (the time grows with the comparisons), and `general`, which mixes parentheses, `not`
-before parentheses and several actions: it takes the token-by-token path, not the one-match path of
-the usual rule shapes (and/or of comparisons, each maybe negated, then actions).
+whether the grammar was needed, and how many rules were read token by token (not by the one match
+of compiler/fastparse.py's _RULE). Three rows are reported, not held to the target: they build more
+AST nodes a rule than the target allows in CPython (see docs/rules.md "Speed"): ITCH rules with
+all 5 constraints, `general` (parentheses, `not` before parentheses, two actions) and `shapes`
+(`true`/`false`, comments inside rules, 10 comparisons, `not not (...)`).
 
     .venv/bin/python benchmarks/bench_parse.py                   # every spelling, then check and compile
     .venv/bin/python benchmarks/bench_parse.py --no-cli --rules 20000
@@ -33,7 +34,7 @@ from compiler import fastparse, lang  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = 100_000  # rules/s
-REPORTED_ONLY = ("general", "p4sub_5_constraints")
+REPORTED_ONLY = ("general", "p4sub_5_constraints", "shapes")
 
 
 def p4sub_syntax(n: int, rng: random.Random, constraints: int = 2) -> str:
@@ -108,7 +109,7 @@ def user_actions(n: int, rng: random.Random) -> str:
 
 
 def general(n: int, rng: random.Random) -> str:
-    """`or`, parentheses, `not (...)`, several actions: the token-by-token path (reported only)."""
+    """`or`, parentheses, `not (...)`, several actions (reported only)."""
     out = []
     for i in range(n):
         out.append(f'(h.a == {rng.randint(0, 999)} or h.b < {rng.randint(0, 999)}) and not (h.s prefix "ab" or h.c = 1)'
@@ -116,8 +117,36 @@ def general(n: int, rng: random.Random) -> str:
     return "\n".join(out) + "\n"
 
 
+def shapes(n: int, rng: random.Random) -> str:
+    """The other shapes once read token by token, in turn: `true`/`false`, a comment inside the rule
+    (over two lines), 10 comparisons, `not not (...)` (reported only)."""
+    out = []
+    for i in range(n):
+        a, b = rng.randint(0, 999), rng.randint(0, 999)
+        kind = i % 4
+        if kind == 0:
+            out.append(f"true and h.a == {a} or false : fwd({i % 200});")
+        elif kind == 1:
+            out.append(f'h.s == "x{a}"  # subscriber {i}\n    and h.b < {b} : fwd({i % 200});')
+        elif kind == 2:
+            out.append(" and ".join(f"h.f{j} > {a + j}" for j in range(10)) + f" : fwd({i % 200});")
+        else:
+            out.append(f"not not (h.a == {a} or h.b == {b}) : drop;")
+    return "\n".join(out) + "\n"
+
+
 SPELLINGS = {"p4sub": p4sub_syntax, "p4sub_5_constraints": p4sub_five, "camus": camus_syntax, "comments": commented, "siena_prefix": siena_prefix,
-             "addresses": addresses, "user_actions": user_actions, "general": general}
+             "addresses": addresses, "user_actions": user_actions, "general": general, "shapes": shapes}
+
+
+def token_by_token(text: str) -> int:
+    """How many rules of the text compiler/fastparse.py reads token by token (not by one match)."""
+    read = []
+    parser = fastparse._Parser(text, "bench")
+    plain = parser.rule
+    parser.rule = lambda: read.append(1) or plain()
+    parser.run()
+    return len(read)
 
 
 def measure(name: str, text: str, repeat: int) -> dict:
@@ -128,7 +157,7 @@ def measure(name: str, text: str, repeat: int) -> dict:
         rules = lang.parse_rules(text, name)
         best = min(best, time.process_time() - start)
     row = {"spelling": name, "rules": len(rules), "cpu_s": round(best, 3), "rules_per_s": round(len(rules) / best),
-           "grammar_needed": bool(counts.stopped or counts.doubtful)}
+           "grammar_needed": bool(counts.stopped or counts.doubtful), "token_by_token": token_by_token(text)}
     if name not in REPORTED_ONLY:
         row["target"] = TARGET
         row["meets_target"] = row["rules_per_s"] >= TARGET

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class SourceLocation:
     """Where a construct came from, so that errors found late still point at the user's text."""
 

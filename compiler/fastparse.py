@@ -14,9 +14,12 @@ that words errors. Instead it says, rule by rule, what it could not vouch for:
   *stops* it: lark reads from the rule before onwards, so that its parser is in the state it would
   be in after the whole prefix and reports the same error at the same place.
 
-Two ways of reading a rule. The usual one (``and``/``or`` of comparisons, each maybe negated, with
-any constant, then actions) is one match of ``_RULE`` and is built without further calls: that is
-what makes 100,000 rules a second. Any other is read token by token: a scanner of the grammar's
+Two ways of reading a rule. The usual one (up to 16 comparisons with any constant or
+``true``/``false``, joined by ``and``/``or``, with any ``not`` and parentheses, blanks and comments
+between tokens, then actions) is one match of ``_RULE`` (or ``_LONG_RULE``), and ``flat_rule``
+builds its AST from the match's groups, matching the parentheses with a stack: that is what makes
+100,000 rules a second. Any other (state variables and aggregates, constants on the left, strings
+as action arguments, comments inside a constant or the actions) is read token by token: a scanner of the grammar's
 terminals (the same regular expressions, in lark's priority order, with no parser state) and a
 recursive descent; the few places where lark's contextual lexer decides by state (a keyword or a
 name, ``fwd``/``drop`` or a user action) are decided by the parser, which knows its state.
@@ -31,6 +34,15 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from compiler import rule_build
+from compiler.ast_make import comparison as make_comparison
+from compiler.ast_make import const as make_const
+from compiler.ast_make import forward as make_forward
+from compiler.ast_make import junction as make_junction
+from compiler.ast_make import location as make_location
+from compiler.ast_make import location_setters, setters
+from compiler.ast_make import negation as make_not
+from compiler.ast_make import number as make_number
+from compiler.ast_make import string as make_string
 from compiler import rules as ast
 from compiler.errors import SourceLocation
 from compiler.values import MAX_NUMBER_DIGITS
@@ -86,13 +98,17 @@ for _regex, _kind in _ALTERNATIVES:
     _KIND.extend([0] * re.compile(_regex).groups)
 assert len(_KIND) == _SCANNER.groups + 1
 
-# The usual rule as one match: up to RULE_SLOTS comparisons ``[not] h.f OP constant`` joined by
-# ``and`` or ``or``, then actions (``fwd(ports)``, ``drop``, user actions with number or address
-# arguments), then ';' or the end. Blanks only inside (comments before the rule). Every token is an
+# The usual rule as one match: up to RULE_SLOTS atoms (a comparison ``h.f OP constant`` or
+# ``true``/``false``), each after any number of ``not`` and ``(`` and before any number of ``)``,
+# joined by ``and`` or ``or``, then actions (``fwd(ports)``, ``drop``, user actions with number or
+# address arguments), then ';' or the end. Blanks and comments between the tokens of the filter (only
+# blanks inside a constant and inside the actions, whose text is read again). Every token is an
 # atomic group tried in lark's order, so a shorter reading of a token is never taken to make the
-# rest fit. Anything else is read token by token.
-RULE_SLOTS = 8
+# rest fit. The parentheses are matched by flat_rule, not by the regex. Anything else is read token
+# by token.
+RULE_SLOTS = 16  # comparisons (or true/false) in a rule read by one match
 _W = rf"{WS_RE}*+"
+_S = rf"{WS_RE}*+(?:(?:#|//)[^\n]*+{WS_RE}*+)*+"  # _SKIP, quicker where there is no comment
 _LIT = rf"(?>{_plain(STRING_RE)}|{_plain(ADDRESS_RE)}(?:{_W}/{_W}[0-9]++)?|{IPV4_RE}(?:{_W}/{_W}[0-9]++)?|{HEX_RE}|{DECIMAL_RE}|{INT_RE}|{NAME_RE})"
 _ARG = rf"(?>{_plain(ADDRESS_RE)}|{IPV4_RE}|{HEX_RE}|{DECIMAL_RE}|{INT_RE})"
 _PORT = rf"(?>{HEX_RE}|{INT_RE})"
@@ -101,9 +117,10 @@ _OR_KW = r"(?i:or)\b|\|\||∨"
 
 
 def _slots(n: int, join: str = "") -> str:
-    slot = (rf"{join}(?:(!|¬|(?i:not)\b){_W})?(?!{_KWORD})((?>{_plain(DOTTED_RE)})){_W}"
-            rf"(==|!=|<=|>=|<|>|=|(?i:prefix)\b){_W}({_LIT})")
-    return slot + (rf"(?:{_W}{_slots(n - 1, rf'({_AND_KW}|{_OR_KW}){_W}')})?" if n > 1 else "")
+    slot = (rf"{join}((?:(?=[!¬(nN])(?:!|¬|(?i:not)\b|\(){_S})*+)"
+            rf"(?:(?!{_KWORD})((?>{_plain(DOTTED_RE)})){_S}(==|!=|<=|>=|<|>|=|(?i:prefix)\b){_S}({_LIT})"
+            rf"|((?i:true|false)(?![A-Za-z0-9_.])))((?:{_S}\))*+)")
+    return slot + (rf"(?:{_S}{_slots(n - 1, rf'({_AND_KW}|{_OR_KW}){_S}')})?" if n > 1 else "")
 
 
 def _action(capture: bool) -> str:
@@ -112,12 +129,21 @@ def _action(capture: bool) -> str:
             rf"|(?!(?:fwd|drop)(?![A-Za-z0-9_])){g}(?>{NAME_RE})){_W}\({_W}{g}(?:{_ARG}(?:{_W},{_W}{_ARG})*+)?){_W}\)")
 
 
-_RULE = re.compile(
-    rf"{_SKIP}(){_slots(RULE_SLOTS)}{_W}:{_W}(?:{_action(True)})((?:{_W},{_W}(?:{_action(False)}))*+){_W}(?:;|\Z)")
-_SLOT_BASES = range(0, 5 * RULE_SLOTS, 5)  # each slot's groups: and/or before it, not, field, operator, literal
-_FWD_GROUP = 5 * RULE_SLOTS + 1  # 'fwd', then: ports, drop, action name, arguments, more actions
+def _rule(slots: int) -> re.Pattern:
+    return re.compile(rf"{_SKIP}(){_slots(slots)}{_S}:{_S}(?:{_action(True)})((?:{_W},{_W}(?:{_action(False)}))*+){_W}(?:;|\Z)")
+
+
+# The usual rule, then (tried when the first does not match) one of up to RULE_SLOTS atoms: a
+# regex of fewer slots matches faster and has fewer groups to hand over.
+_RULE, _LONG_RULE = _rule(8), _rule(RULE_SLOTS)
+_SLOT_GROUPS = 7  # each slot's groups: and/or before it, not and '(' before it, field, operator, literal, true/false, ')' after it
+_ACTION_GROUPS = 5  # after the slots: 'fwd', its ports, 'drop', an action's name, its arguments; then the more actions
 _ACTION_RE = re.compile(_action(True))
 _OPS = {"==": "==", "=": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}  # else prefix, any case
+_COMMENT = re.compile(r"(?:#|//)[^\n]*")
+# How deep flat_rule lets parentheses and negations nest (lark's tree grows by about 2 per '(' and 1 per
+# 'not'); deeper rules are read token by token, which stops where lark's limit (MAX_NESTING) is near.
+_FLAT_DEPTH = 60
 _PORT_RE = re.compile(_PORT)
 _ARG_RE = re.compile(_ARG)
 
@@ -129,8 +155,6 @@ AND_WORDS, OR_WORDS, NOT_WORDS = _CASES("and"), _CASES("or"), _CASES("not")
 TRUE_WORDS, FALSE_WORDS, PREFIX_WORDS = _CASES("true"), _CASES("false"), _CASES("prefix")
 _FILTER_KEYWORDS = NOT_WORDS | TRUE_WORDS | FALSE_WORDS
 
-_new = object.__new__
-_set = object.__setattr__
 
 
 class _Stop(Exception):
@@ -150,6 +174,29 @@ class Parsed:
     spans: dict[int, tuple[int, int]] = field(default_factory=dict)
     stopped: bool = False
     stop_from: int = 0  # with stopped: the offset from which lark reads (the rule before the stop)
+
+
+_new = object.__new__
+# The slots' setters of the nodes flat_rule builds inline (see compiler/ast_make.py).
+_set_file, _set_line, _set_column = location_setters
+_set_string, _set_string_loc = setters(ast.String, "value", "location")
+_set_number, _set_number_hex, _set_number_loc = setters(ast.Number, "value", "hex", "location")
+_set_field, _set_field_loc = setters(ast.Field, "name", "location")
+_set_attribute, _set_op, _set_value, _set_comparison_loc = setters(ast.Comparison, "attribute", "op", "value", "location")
+
+
+def _junction(kind: type, items: list, where: SourceLocation, grouped: bool = True):
+    """``kind(items)`` (And or Or), a parenthesised operand of the same kind flattened into it
+    (there is none unless ``grouped``: the rule has parentheses)."""
+    if not grouped:
+        return make_junction(kind, tuple(items), where)
+    flat = []
+    for item in items:
+        if type(item) is kind:
+            flat.extend(item.items)
+        else:
+            flat.append(item)
+    return make_junction(kind, tuple(flat), where)
 
 
 def parse(text: str, path: str) -> Parsed:
@@ -174,12 +221,12 @@ class _Parser:
     def run(self) -> Parsed:
         out = Parsed()
         text, size = self.text, len(self.text)
-        rule_match, scan, kind_of = _RULE.match, _SCANNER.finditer, _KIND
+        rule_match, long_match, scan, kind_of = _RULE.match, _LONG_RULE.match, _SCANNER.finditer, _KIND
         pos = 0
-        ends = [0, 0]  # the ends of the last two rules
+        last_start = 0  # where the last rule read starts (the end of the one before)
         while True:
             self.doubt = False
-            m = rule_match(text, pos)
+            m = rule_match(text, pos) or long_match(text, pos)
             rule = self.flat_rule(m) if m else None
             if rule is not None:
                 end = m.end()
@@ -210,74 +257,176 @@ class _Parser:
                         raise _Stop
                 except _Stop:
                     out.stopped = True
-                    out.stop_from = ends[-2] if out.rules else 0
+                    out.stop_from = last_start if out.rules else 0
                     return out
                 if self.doubt:
                     out.doubtful.append(len(out.rules))
-                    out.spans[len(out.rules)] = (ends[-1], end)
+                    out.spans[len(out.rules)] = (pos, end)
                     rule = None
             out.rules.append(rule)
-            ends = [ends[-1], end]
-            pos = end
+            last_start, pos = pos, end
 
     def flat_rule(self, m: re.Match) -> ast.Rule | None:
         """The Rule of a _RULE match, or None (and the rule read token by token) if anything in it
-        is doubtful. The usual rule is read here without further calls (this is the hot loop)."""
+        is doubtful, its parentheses do not match, or it nests deeper than _FLAT_DEPTH. This is the
+        hot loop: the usual rule is built here without calls but the nodes' constructors.
+
+        The filter is built as the recursive descent builds it (and binds tighter than or; a
+        parenthesised And or Or is flattened into an And or Or around it; a node made of several
+        operands is located at the first token of its first operand, a ``(`` or a ``not`` included),
+        keeping a stack of the groups the parentheses open."""
         groups = m.groups()
         start = m.start
-        self.loc(start(2) if groups[1] else start(3))  # puts the line cache on the rule's first line
-        if m.end() <= self.line_to:  # the whole rule on one line: columns by subtraction
+        first = start(2) if groups[1] else start(3) if groups[2] is not None else start(6)
+        if not self.line_from < first < self.line_to:
+            self.seek(first)
+        oneline = m.end() <= self.line_to
+        if oneline:  # the whole rule on one line: columns by subtraction
             path, line, before = self.path, self.line, self.line_from
 
-            def loc(offset: int) -> SourceLocation:
+            def loc(offset: int) -> SourceLocation:  # make_location(path, line, offset - before), inlined
                 made = _new(SourceLocation)
-                _set(made, "file", path)
-                _set(made, "line", line)
-                _set(made, "column", offset - before)
+                _set_file(made, path)
+                _set_line(made, line)
+                _set_column(made, offset - before)
                 return made
         else:
             loc = self.loc
-        conjunctions: list[list] = [[]]
-        for base in _SLOT_BASES:
-            name = groups[base + 2]
-            if name is None:
-                break
-            where = loc(start(base + 3))
-            text = groups[base + 4]
-            if text[0] == '"':
-                raw = text[1:-1]
-                value = ast.String(rule_build.unescape(raw) if "\\" in raw else raw, loc(start(base + 5)))
-            elif text.isdigit() and len(text) <= MAX_NUMBER_DIGITS:
-                value = ast.Number(int(text), False, loc(start(base + 5)))
-            else:
-                value = self.literal(text, loc(start(base + 5)))
-                if value is None:
-                    return None
-            item = ast.Comparison(ast.Field(name, where), _OPS.get(groups[base + 3], "prefix"), value, where)
-            if groups[base + 1]:
-                item = ast.Not(item, loc(start(base + 2)))
-            join = groups[base]
-            if join and join[0] not in "aA&^∧":  # or: and binds tighter
-                conjunctions.append([item])
-            else:
-                conjunctions[-1].append(item)
-        ors = [c[0] if len(c) == 1 else ast.And(tuple(c), c[0].location) for c in conjunctions]
-        where = ors[0].location
-        filt = ors[0] if len(ors) == 1 else ast.Or(tuple(ors), where)
-        ports = groups[_FWD_GROUP]
-        if groups[_FWD_GROUP + 4]:  # several actions
-            first = max(start(_FWD_GROUP), start(_FWD_GROUP + 2), start(_FWD_GROUP + 3))
-            items = [self.action(a) for a in _ACTION_RE.finditer(self.text, first, m.end(_FWD_GROUP + 5))]
-            return None if None in items else ast.Rule(filt, rule_build.merge_actions(items), where)
-        if ports is not None and ports.isdigit() and len(ports) <= MAX_NUMBER_DIGITS:  # fwd(N)
-            return ast.Rule(filt, (ast.Forward((int(ports),), loc(start(_FWD_GROUP))),), where)
-        action = self.action(m, _FWD_GROUP - 1)
-        return None if action is None else ast.Rule(filt, (action,), where)
+        # The innermost open group: the conjunctions before (ors), the current one's operands (ands),
+        # and where each starts; `opened` holds the groups around it, each with the nots before its '('.
+        ors: list = []
+        ands: list = []
+        or_start = and_start = first
+        opened: list[tuple] = []
+        depth = 0
+        grouped = False  # whether a '(' was read
+        first_where = None  # the location of the first token once made: the rule's and its first junction's
 
-    def action(self, m: re.Match, at: int = 0):
+        def shared(offset: int) -> SourceLocation:
+            return first_where if offset == first and first_where is not None else loc(offset)
+
+        fwd = m.re.groups - _ACTION_GROUPS
+        slot = iter(groups[:fwd - 1])
+        base = -_SLOT_GROUPS  # the slot's first group, less one (start() numbers groups from 1)
+        for join, prefix, name, op, text, truth, closes in zip(slot, slot, slot, slot, slot, slot, slot):
+            base += _SLOT_GROUPS
+            if name is None and truth is None:
+                break
+            if join and join[0] not in "aA&^∧":  # or: and binds tighter
+                ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, shared(and_start), grouped))
+                ands = []
+            nots = ()
+            if prefix:
+                nots = []
+                offset = start(base + 2)
+                if "#" in prefix or "/" in prefix:
+                    prefix = _COMMENT.sub(lambda c: " " * len(c.group()), prefix)
+                for i, c in enumerate(prefix):  # '(', or the first character of a not
+                    if c == "(":
+                        if not ands:
+                            and_start = nots[0] if nots else offset + i
+                            if not ors:
+                                or_start = and_start
+                        depth += 2 + len(nots)
+                        if depth > _FLAT_DEPTH:
+                            return None
+                        opened.append((ors, ands, or_start, and_start, nots))
+                        grouped = True
+                        ors, ands, nots = [], [], []
+                        or_start = and_start = -1
+                    elif c in "!¬nN":
+                        nots.append(offset + i)
+            if name is not None:  # the constructors of make_comparison and make_number inlined
+                at = start(base + 3)
+                vat = start(base + 5)
+                if oneline:
+                    where = _new(SourceLocation)
+                    _set_file(where, path)
+                    _set_line(where, line)
+                    _set_column(where, at - before)
+                    if at == first:
+                        first_where = where
+                    value_at = _new(SourceLocation)
+                    _set_file(value_at, path)
+                    _set_line(value_at, line)
+                    _set_column(value_at, vat - before)
+                else:
+                    where = loc(at)
+                    value_at = loc(vat)
+                if text[0] == '"':
+                    raw = text[1:-1]
+                    value = _new(ast.String)
+                    _set_string(value, rule_build.unescape(raw) if "\\" in raw else raw)
+                    _set_string_loc(value, value_at)
+                elif len(text) > MAX_NUMBER_DIGITS:
+                    return None
+                elif text.isdigit() or text.replace(".", "", 1).isdigit():
+                    value = _new(ast.Number)
+                    _set_number(value, int(text) if "." not in text else Decimal(text))
+                    _set_number_hex(value, False)
+                    _set_number_loc(value, value_at)
+                else:
+                    value = self.literal(text, value_at)
+                    if value is None:
+                        return None
+                attribute = _new(ast.Field)
+                _set_field(attribute, name)
+                _set_field_loc(attribute, where)
+                item = _new(ast.Comparison)
+                _set_attribute(item, attribute)
+                _set_op(item, _OPS.get(op, "prefix"))
+                _set_value(item, value)
+                _set_comparison_loc(item, where)
+            else:
+                at = start(base + 6)
+                item = make_const(truth[0] in "tT", loc(at))
+            if not ands:
+                and_start = nots[0] if nots else at
+                if not ors:
+                    or_start = and_start
+            if nots:
+                if depth + len(nots) > _FLAT_DEPTH:
+                    return None
+                for offset in reversed(nots):
+                    item = make_not(item, loc(offset))
+            ands.append(item)
+            if closes:
+                for _ in range(closes.count(")")):
+                    if not opened:
+                        return None
+                    ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, shared(and_start), grouped))
+                    item = ors[0] if len(ors) == 1 else _junction(ast.Or, ors, shared(or_start), grouped)
+                    ors, ands, or_start, and_start, nots = opened.pop()
+                    depth -= 2 + len(nots)
+                    for offset in reversed(nots):
+                        item = make_not(item, loc(offset))
+                    ands.append(item)
+        if opened:
+            return None
+        ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, shared(and_start), grouped))
+        filt = ors[0] if len(ors) == 1 else _junction(ast.Or, ors, shared(or_start), grouped)
+        where = shared(first)
+        ports = groups[fwd]
+        if ports is not None and ports.isdigit() and len(ports) <= MAX_NUMBER_DIGITS:  # fwd(N)
+            action = make_forward((int(ports),), loc(start(fwd)))
+        else:
+            action = self.action(m, fwd - 1, loc)
+            if action is None:
+                return None
+        if not groups[fwd + 4]:
+            return ast.Rule(filt, (action,), where)
+        items = [action]  # several actions
+        for a in _ACTION_RE.finditer(self.text, start(fwd + 5), m.end(fwd + 5)):
+            action = self.action(a, 0, loc)
+            if action is None:
+                return None
+            items.append(action)
+        return ast.Rule(filt, rule_build.merge_actions(items), where)
+
+    def action(self, m: re.Match, at: int = 0, loc=None):
         """The action of an _ACTION_RE match (or of _RULE's first action, its groups after ``at``)."""
         ports, drop, name = m.group(at + 2, at + 3, at + 4)
-        loc = self.loc
+        loc = loc or self.loc
         if ports is not None:
             if "," in ports:
                 found = _PORT_RE.findall(ports)
@@ -327,17 +476,18 @@ class _Parser:
         if offset == self.last_offset:
             return self.last_loc
         if not self.line_from < offset < self.line_to:  # not on the line of the last location
-            nl = self.newlines
-            line = bisect_left(nl, offset)
-            self.line, self.line_from = line, nl[line - 1]
-            self.line_to = nl[line] if line < len(nl) else len(self.text)
-        loc = _new(SourceLocation)  # SourceLocation(...) without the frozen dataclass's __init__
-        _set(loc, "file", self.path)
-        _set(loc, "line", self.line)
-        _set(loc, "column", offset - self.line_from)
+            self.seek(offset)
+        loc = make_location(self.path, self.line, offset - self.line_from)
         self.last_offset = offset
         self.last_loc = loc
         return loc
+
+    def seek(self, offset: int) -> None:
+        """Puts the line cache on the line of ``offset``."""
+        nl = self.newlines
+        line = bisect_left(nl, offset)
+        self.line, self.line_from = line, nl[line - 1]
+        self.line_to = nl[line] if line < len(nl) else len(self.text)
 
     def expect(self, char: str) -> None:
         if self.kinds[self.i] == PUNCT and self.values[self.i] == char:
@@ -538,18 +688,18 @@ class _Parser:
             op = "prefix"
         c = text[0]
         if c == '"':
-            value = ast.String(rule_build.unescape(text[1:-1]), at)
+            value = make_string(rule_build.unescape(text[1:-1]), at)
         elif not self.number(text):
             value = ast.Number(0)
         elif text[1:2] in ("x", "X"):
-            value = ast.Number(int(text, 16), True, at)
+            value = make_number(int(text, 16), True, at)
         elif "." not in text:
-            value = ast.Number(int(text), False, at)
+            value = make_number(int(text), False, at)
         elif text.count(".") == 1:
-            value = ast.Number(Decimal(text), False, at)
+            value = make_number(Decimal(text), False, at)
         else:
             value = self.address(IPV4, text, at)
-        return ast.Comparison(ast.Field(name, where), op, value, where)
+        return make_comparison(name, op, value, where)
 
     # -- operands ---------------------------------------------------------------------------
     def operand(self, depth: int = 4):

@@ -262,6 +262,28 @@ def test_a_large_valid_file_never_reaches_the_grammar(monkeypatch) -> None:
     assert len(rules) == 4000 and rules.rules[-1].location.line == 4000
 
 
+ONE_MATCH = [
+    '(h.a == 1 or h.b < 2) and not (h.s prefix "ab" or h.c = 1) : fwd(3), mark(4);',
+    "true and h.a == 1 or FALSE : fwd(1);",
+    'h.s == "x"  # a comment\n  and // another\n h.b < 2 : drop;',
+    " and ".join(f"h.f{j} > {j}" for j in range(16)) + " : fwd(1);",
+    "not not ( ((h.a == 1)) or (h.b == 2 and (h.c == 3))) and ! (h.d == 4) : fwd(1);",
+    "(h.a == 1 and h.b == 2) or (h.c == 3 or h.d == 4) and h.e == 5 : fwd(1);",
+]
+
+
+@pytest.mark.parametrize("text", ONE_MATCH)
+def test_parentheses_negations_constants_and_comments_take_one_match(text: str, monkeypatch) -> None:
+    """These shapes are read by the one match of the usual rule (the speed of issue 16 item 4 rests
+    on it), into the grammar's AST and locations."""
+    def refuse(_self):
+        raise AssertionError("read token by token")
+
+    monkeypatch.setattr(fastparse._Parser, "rule", refuse)
+    assert_same_reading(text)
+    assert_same_reading("h.z == 1: fwd(1);\n" + text + "\n" + text)
+
+
 def test_an_error_deep_in_a_large_file_is_reported_from_there() -> None:
     text = "h.a == 1: fwd(1);\n" * 20000 + "h.a == 1 fwd(1);\n"
     with pytest.raises(P4subError) as info:
