@@ -93,6 +93,15 @@ def output_dir(path: str | os.PathLike[str]) -> Path:
     return target
 
 
+def _stage_beside(target: Path, path: str | os.PathLike[str]) -> Path:
+    """A fresh staging directory beside ``target`` (same parent: one file system, so renames are atomic)."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".staging", dir=target.parent))
+    except OSError as exc:
+        raise P4subError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
 @contextlib.contextmanager
 def staged_dir(path: str | os.PathLike[str], kind: str, argv: list[str] | None = None) -> Iterator[Path]:
     """A staging directory for everything ``path`` will hold; when the block succeeds, its manifest is
@@ -100,11 +109,7 @@ def staged_dir(path: str | os.PathLike[str], kind: str, argv: list[str] | None =
     ``path`` whole. On any failure, SIGINT included, the staging directory is removed and ``path``
     is untouched."""
     target = output_dir(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".staging", dir=target.parent))
-    except OSError as exc:
-        raise P4subError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    stage = _stage_beside(target, path)
     try:
         yield stage
         write_manifest(stage, kind, sys.argv[1:] if argv is None else argv)
@@ -160,11 +165,7 @@ def staged_report(path: str | os.PathLike[str]) -> Iterator[Path]:
     (made if missing) over the file of the same name, other files staying. On any failure, SIGINT
     included, the staging directory is removed and ``path`` is untouched."""
     target = report_dir(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".staging", dir=target.parent))
-    except OSError as exc:
-        raise P4subError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    stage = _stage_beside(target, path)
     try:
         yield stage
         blocked = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
