@@ -8,6 +8,12 @@ whose other values go to its miss entry's target, or, with no miss entry, to the
 state keeps its value, matches nothing further and gets nothing, as the empty leaf does). A state
 with leaf or call entries, or that is a target without entries of its own, is a leaf.
 
+Header validity bits folded into one table (:meth:`compiler.tables._Slicer.validity_stage`: keys
+the state and every bit, one entry per assignment) are the first levels, and only the root has
+entries there: they are unfolded into the root at level 0 and reduced inner nodes below it, which
+have fresh ids and no states (the table passes through them; :class:`~compiler.incremental.lane.Lane`
+never gives them entries), leading to the states the entries name.
+
 Node ids are the state ids (the empty leaf, when no entry names it, gets a fresh id past them);
 emitted port sets come back from the ``set_state_ports`` bitmaps. What cannot be read back with
 certainty raises :class:`~compiler.incremental.fallback.Fallback`: compressed domains (their code
