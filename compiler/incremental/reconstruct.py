@@ -293,7 +293,8 @@ def _unfold(d: Diagram, s: int, assignment: dict[tuple[int, ...], tuple[int, int
         return node, 0
 
     a, b = below(1, (0,)), below(1, (1,))
-    if a == b:
-        raise Fallback("the root state is not a node of the first field stage")
-    d.nodes[s] = Node(0, ((0, 0, a[0]), (1, 1, b[0])), (a[1], b[1]) if d.emit else ())
+    # The root stays at level 0 even when its first bit does not matter (a root below it is entered
+    # all the same; its entries walk the run either way): one edge then.
+    edges, emits = (((0, 1, a[0]),), (a[1],)) if a == b else (((0, 0, a[0]), (1, 1, b[0])), (a[1], b[1]))
+    d.nodes[s] = Node(0, edges, emits if d.emit else ())
     return next_id

@@ -138,7 +138,7 @@ class Root:
             pos = r.i1
         new_edges += edges[pos:]
         new_emits += emits[pos:]
-        if len(new_edges) == 1 and not new_emits[0]:
+        if len(new_edges) == 1 and not new_emits[0] and not self.fold_end:  # a folded root's entries need no split
             raise Fallback("the root would no longer test the first field (the program's first stage)")
         plan.edges, plan.emits = new_edges, new_emits
         plan.los = [lo for lo, _, _ in new_edges] if len(regions) > 8 else _los(los, regions)
