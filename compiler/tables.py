@@ -295,23 +295,30 @@ class _Slicer:
             self.attributes[info.name] = {"width": 1, "match_kind": "exact", "scale": 0, "is_string": False,
                                           "table": name}
         for node in nodes:
-            for bits in itertools.product((0, 1), repeat=end - first):
-                child, emitted = node, set()
-                while child in self.d.nodes and self.d.nodes[child].level < end:
-                    n = self.d.nodes[child]
-                    i = self.d.edge_index(child, bits[n.level - first])
-                    if n.emits and n.emits[i]:
-                        emitted |= self.d.emissions[n.emits[i]]
-                    child = n.edges[i][2]
-                if child == node:
-                    continue
-                matches = (ir.Exact(self.state(node)),) + tuple(ir.Exact(b) for b in bits)
-                if emitted:
-                    bitmap = sum(1 << self._bit_index[p] for p in emitted)
-                    self.entries.append(ir.Entry(name, matches, self.named("set_state_ports"),
-                                                 (self.state(child), bitmap)))
-                elif self.no_entry is None or (child, 0) != self.targets[self.no_entry]:
-                    self.entries.append(ir.Entry(name, matches, self.named("set_state"), (self.state(child),)))
+            self.validity_entries(node, first, end, name)
+
+    def validity_entries(self, node: int, first: int, end: int, table: str) -> None:
+        """The entries of one node in the folded validity table ``table`` (levels ``first``..``end - 1``):
+        one per assignment of the bits, to the node below the run with the ports emitted on the way
+        merged; an assignment that ends in the empty leaf and emits nothing needs none (the miss keeps
+        the state). Appended to :attr:`entries`. The incremental path makes a root's entries with it."""
+        for bits in itertools.product((0, 1), repeat=end - first):
+            child, emitted = node, set()
+            while child in self.d.nodes and self.d.nodes[child].level < end:
+                n = self.d.nodes[child]
+                i = self.d.edge_index(child, bits[n.level - first])
+                if n.emits and n.emits[i]:
+                    emitted |= self.d.emissions[n.emits[i]]
+                child = n.edges[i][2]
+            if child == node:
+                continue
+            matches = (ir.Exact(self.state(node)),) + tuple(ir.Exact(b) for b in bits)
+            if emitted:
+                bitmap = sum(1 << self._bit_index[p] for p in emitted)
+                self.entries.append(ir.Entry(table, matches, self.named("set_state_ports"),
+                                             (self.state(child), bitmap)))
+            elif self.no_entry is None or (child, 0) != self.targets[self.no_entry]:
+                self.entries.append(ir.Entry(table, matches, self.named("set_state"), (self.state(child),)))
 
     def _check_exact_expansion(self, info: QueryField, nodes: list[int]) -> None:
         """Refuse, before expanding anything, an exact stage that would need more than

@@ -78,29 +78,37 @@ class Plan:
     queried: tuple[str, ...]  # every header some rule reads
 
 
+def guard_of(common: frozenset[str], union: frozenset[str], spec: Spec) -> frozenset[str]:
+    """The guard of rules that all read ``common`` and together read ``union``: those headers, the
+    stacked ones read, and the read headers the guard's headers imply (valid under it anyway)."""
+    implied = spec.implied_headers()  # h valid => implied[h] valid, by the spec's parser
+    guard_set = frozenset(common) | {h for h in union if spec.header(h).stack_size}
+    return guard_set | (union & frozenset().union(*(implied.get(g, frozenset()) for g in guard_set)))
+
+
+def required(headers: frozenset[str], guard: frozenset[str], spec: Spec) -> tuple[str, ...]:
+    """The validity fields a rule reading ``headers`` must test under ``guard``: its headers, less
+    the guard's and those another of them implies (spec order)."""
+    implied = spec.implied_headers()
+    order = {h.name: i for i, h in enumerate(spec.headers)}
+    left = headers - guard
+    return tuple(field_name(h) for h in sorted((h for h in left if not any(h in implied.get(g, ()) for g in left
+                                                                             if g != h)), key=order.__getitem__))
+
+
 def plan(rules: ast.RuleSet, spec: Spec) -> Plan:
     """The guard (headers every rule reads, spec order) and a validity field per other scalar header."""
     order = {h.name: i for i, h in enumerate(spec.headers)}
-    implied = spec.implied_headers()  # h valid => implied[h] valid, by the spec's parser
     read = [rule_headers(r, spec) for r in rules]
     union = frozenset().union(*read)
     common = frozenset.intersection(*read) if read else frozenset()
-    stacked = {h for h in union if spec.header(h).stack_size}
-    guard_set = common | stacked
-    # Headers the guard's headers imply are valid under the guard anyway.
-    guard_set |= union & frozenset().union(*(implied.get(g, frozenset()) for g in guard_set))
+    guard_set = guard_of(common, union, spec)
     guard = tuple(sorted(guard_set, key=order.__getitem__))
-
-    def required(hs: frozenset[str]) -> list[str]:
-        """What a rule must test: its headers, less the guard's and those another of them implies."""
-        left = hs - guard_set
-        return sorted((h for h in left if not any(h in implied.get(g, ()) for g in left if g != h)),
-                      key=order.__getitem__)
 
     fields_of: dict[frozenset[str], tuple[str, ...]] = {}  # rules read few distinct header sets
     for hs in read:
         if hs not in fields_of:
-            fields_of[hs] = tuple(field_name(h) for h in required(hs))
+            fields_of[hs] = required(hs, guard_set, spec)
     per_rule = tuple(fields_of[hs] for hs in read)
     fields = {f: QueryField(f, 1, "exact") for f in sorted({f for fs in per_rule for f in fs},
                                                            key=lambda f: order[header_of_validity(f)])}

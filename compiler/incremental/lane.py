@@ -95,6 +95,7 @@ class Lane:
         self.root = image.diagram.root
         self.empty = image.empty_leaf
         self.tables = image.tables
+        self.fold_end = image.fold_end
         self.state_of: dict[int, int] = dict(image.state_of)
         self.entries: dict[int, list[ir.Entry]] = dict(image.entries)
         self.refs: Counter = Counter()  # node -> edges of reachable nodes that lead to it
@@ -114,7 +115,7 @@ class Lane:
         self.slicer.no_entry = None if no_match_call else self.slicer.target(self.empty, 0)
         self.root_state = self.state_of[self.root]
         self.rootk = Root(self.root, self.diagram, self.levels[0], self.slicer, self.entries.pop(self.root_state),
-                          self.root_state)
+                          self.root_state, self.fold_end)
         self.table_counts = Counter(e.table for e in self.all_entries())
         self.groups = groups
         if groups is not None:
@@ -161,6 +162,12 @@ class Lane:
             self.count[r] = n + 1
             if n == 0:
                 self.index.add(r, self.intervals(r))
+
+    def _inner(self, node: int) -> bool:
+        """A node inside the folded validity run below the root: it has no state and no entries
+        (the root's folded entries pass through it)."""
+        n = self.diagram.nodes.get(node)
+        return n is not None and n.level < self.fold_end
 
     def _children(self, node: int) -> list[int]:
         """The node's children, one per edge (references are counted per edge)."""
@@ -240,7 +247,9 @@ class Lane:
             i = j = 0
             while i < len(a) and j < len(b):
                 o, n = a[i][2], b[j][2]
-                if (o != n and o in died and n in born and o not in reused and n not in states
+                if self._inner(o) and self._inner(n) and o != n:
+                    stack.append((d.nodes[o].edges, d.nodes[n].edges))  # no states: pair what is below
+                elif (o != n and o in died and n in born and o not in reused and n not in states
                         and _same_kind(d, o, n)):
                     states[n] = self.state_of[o]
                     reused.add(o)
@@ -253,8 +262,8 @@ class Lane:
                 else:
                     i += 1
                     j += 1
-        rest = [n for n in plan.born if n not in states]
-        freed = [self.state_of[o] for o in plan.died if o not in reused]
+        rest = [n for n in plan.born if n not in states and not self._inner(n)]
+        freed = [self.state_of[o] for o in plan.died if o not in reused and not self._inner(o)]
         fresh = self.ids.peek(len(rest), freed)
         if fresh and fresh[-1] >= 1 << self.width:
             raise Fallback(f"more states than the {self.width}-bit state of the program holds")
@@ -266,7 +275,8 @@ class Lane:
         counts = Counter(self.table_counts)
         old = plan.old_entries
         for n in plan.died:
-            old += self.entries[self.state_of[n]]
+            if not self._inner(n):
+                old += self.entries[self.state_of[n]]
         if self.groups is not None:
             self._plan_groups(plan)
         group_of = ChainMap(plan.groups_added, self.groups.id_of) if self.groups is not None else {}
@@ -279,6 +289,8 @@ class Lane:
         self.slicer.state_of = tentative
         try:
             for n in plan.born:
+                if self._inner(n):
+                    continue
                 sid = plan.states[n]
                 self.slicer.entries = []
                 if n in d.nodes:
@@ -346,7 +358,8 @@ class Lane:
             else:
                 self.refs.pop(n, None)
         for n in plan.died:
-            del self.entries[self.state_of.pop(n)]
+            if not self._inner(n):
+                del self.entries[self.state_of.pop(n)]
         self.state_of.update(plan.states)
         self.entries.update(plan.entries)
         del self.state_of[self.root]
@@ -370,7 +383,8 @@ class Lane:
 
     def forget(self) -> None:
         """Drop unreachable nodes from the builder (and its memo), and the slicer's stale targets."""
-        self.builder.forget(set(self.state_of) | {self.empty})
+        inner = {n for n in self.refs if self._inner(n)}  # counted references: the reachable ones
+        self.builder.forget(set(self.state_of) | {self.empty} | inner)
         pair = self.rootk.default_pair()
         self.slicer.targets.clear()
         self.slicer.target_of.clear()

@@ -8,6 +8,12 @@ whose other values go to its miss entry's target, or, with no miss entry, to the
 state keeps its value, matches nothing further and gets nothing, as the empty leaf does). A state
 with leaf or call entries, or that is a target without entries of its own, is a leaf.
 
+Header validity bits folded into one table (:meth:`compiler.tables._Slicer.validity_stage`: keys
+the state and every bit, one entry per assignment) are the first levels, and only the root has
+entries there: they are unfolded into the root at level 0 and reduced inner nodes below it, which
+have fresh ids and no states (the table passes through them; :class:`~compiler.incremental.lane.Lane`
+never gives them entries), leading to the states the entries name.
+
 Node ids are the state ids (the empty leaf, when no entry names it, gets a fresh id past them);
 emitted port sets come back from the ``set_state_ports`` bitmaps. What cannot be read back with
 certainty raises :class:`~compiler.incremental.fallback.Fallback`: compressed domains (their code
@@ -45,6 +51,7 @@ class LaneImage:
     entries: dict[int, list[ir.Entry]]  # state id -> its entries (field and miss, or leaf and call)
     empty_leaf: int  # node id of the empty leaf (it may have no state: nothing names it)
     next_id: int  # node ids from here on are free
+    fold_end: int = 0  # levels 0..fold_end-1: header validity folded into one table (0: none)
     tables: dict[str, ir.Table] = field(default_factory=dict)  # the lane's tables by name
 
 
@@ -120,14 +127,21 @@ def read_lane(pipeline: ir.Pipeline, lane: int, fields: dict[str, QueryField],
         if e.table in by_table:
             by_table[e.table].append(e)
     levels: list[Level] = []
+    fold_end = 0
     for name in pipeline.control:
         t = tables.get(name)
         if t is not None and t.role == "field":
-            if "," in t.attribute:  # compiler.tables.validity_stage: several levels in one table
-                raise Fallback(f"header validity folded into one table ({t.attribute}) is not read back yet")
-            if t.attribute not in fields:
-                raise Fallback(f"the pipeline matches {t.attribute}, which the rules do not test")
-            levels.append(Level(fields[t.attribute], t.keys[1].match_kind, t.name, t.on_miss or ""))
+            names = t.attribute.split(",")
+            for f in names:
+                if f not in fields:
+                    raise Fallback(f"the pipeline matches {f}, which the rules do not test")
+            if len(names) > 1:  # compiler.tables.validity_stage: several levels in one table, no miss table
+                if levels:
+                    raise Fallback(f"header validity folded into one table ({t.attribute}) below the first stage")
+                fold_end = len(names)
+                levels += [Level(fields[f], "exact", t.name, "") for f in names]
+            else:
+                levels.append(Level(fields[t.attribute], t.keys[1].match_kind, t.name, t.on_miss or ""))
     set_state, set_ports = prefix + "set_state", prefix + "set_state_ports"
     delivery = pipeline.delivery
     emissions: list[frozenset[int]] = [frozenset()]
@@ -153,7 +167,15 @@ def read_lane(pipeline: ir.Pipeline, lane: int, fields: dict[str, QueryField],
     level_of: dict[int, int] = {}
     edges_of: dict[int, list] = {}
     default_of: dict[int, tuple[int, int]] = {}
+    folded: dict[int, dict[tuple[int, ...], tuple[int, int]]] = {}  # state -> validity bits -> target
+    for e in by_table.get(levels[0].table, ()) if fold_end else ():
+        s = e.matches[0].value
+        level_of[s] = 0
+        entries.setdefault(s, []).append(e)
+        folded.setdefault(s, {})[tuple(m.value for m in e.matches[1:])] = target(e)
     for l, lv in enumerate(levels):
+        if l < fold_end:
+            continue
         for table in (lv.table, lv.miss):
             for e in by_table.get(table, ()):
                 s = e.matches[0].value
@@ -190,6 +212,7 @@ def read_lane(pipeline: ir.Pipeline, lane: int, fields: dict[str, QueryField],
             else:  # or_ports
                 leaf_ports[s] = delivery.ports_of(e.args[0])
     targets = {t[0] for s in edges_of for *_, t in edges_of[s]} | {t[0] for t in default_of.values()}
+    targets |= {t[0] for bits in folded.values() for t in bits.values()}
     leaf_states = (set(leaf_ports) | set(leaf_calls) | targets) - set(level_of)
     d = Diagram([lv.field for lv in levels], emit=delivery.is_bitmap)
     d.emissions = emissions
@@ -209,7 +232,11 @@ def read_lane(pipeline: ir.Pipeline, lane: int, fields: dict[str, QueryField],
         empty, next_id = next_id, next_id + 1
         d.leaves[empty] = ActionSet()
     seen: set = set()
+    for s, assignment in folded.items():
+        next_id = _unfold(d, s, assignment, fold_end, None if no_match_call else (empty, 0), next_id)
     for s, l in level_of.items():
+        if s in folded:
+            continue
         width = levels[l].field.width
         default = default_of.get(s, (empty, 0) if not no_match_call else None)
         if default is None:
@@ -234,4 +261,40 @@ def read_lane(pipeline: ir.Pipeline, lane: int, fields: dict[str, QueryField],
     state_of = {n: n for n in reachable if n in real}
     if len(state_of) != len(real):
         raise Fallback("entries of states that the root does not reach")
-    return LaneImage(levels, d, state_of, {s: entries.get(s, []) for s in state_of.values()}, empty, next_id, tables)
+    return LaneImage(levels, d, state_of, {s: entries.get(s, []) for s in state_of.values()}, empty, next_id,
+                     fold_end, tables)
+
+
+def _unfold(d: Diagram, s: int, assignment: dict[tuple[int, ...], tuple[int, int]], k: int,
+            default: tuple[int, int] | None, next_id: int) -> int:
+    """State ``s``'s folded validity entries (bits -> (node below the run, emitted set)) back into
+    nodes of levels 0..k-1: ``s`` at level 0, and below it reduced nodes with fresh ids from
+    ``next_id`` (returned past them). These inner nodes have no state: the table never names them.
+    The ports a path emits go on its last edge that differs (any placement merges to the same
+    entries, :meth:`compiler.tables._Slicer.validity_entries`)."""
+    made: dict[tuple, int] = {}
+
+    def below(level: int, bits: tuple[int, ...]) -> tuple[int, int]:
+        nonlocal next_id
+        if level == k:
+            found = assignment.get(bits, default)
+            if found is None:
+                raise Fallback(f"state {s} has no entry for validity bits {bits} under @query_default_action")
+            return found
+        a, b = below(level + 1, bits + (0,)), below(level + 1, bits + (1,))
+        if a == b:
+            return a  # the bit does not matter here: the path skips the level
+        key = (level, ((0, 0, a[0]), (1, 1, b[0])), (a[1], b[1]) if d.emit else ())
+        node = made.get(key)
+        if node is None:
+            node = made[key] = next_id
+            next_id += 1
+            d.nodes[node] = Node(*key)
+        return node, 0
+
+    a, b = below(1, (0,)), below(1, (1,))
+    # The root stays at level 0 even when its first bit does not matter (a root below it is entered
+    # all the same; its entries walk the run either way): one edge then.
+    edges, emits = (((0, 1, a[0]),), (a[1],)) if a == b else (((0, 0, a[0]), (1, 1, b[0])), (a[1], b[1]))
+    d.nodes[s] = Node(0, edges, emits if d.emit else ())
+    return next_id

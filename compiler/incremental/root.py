@@ -60,13 +60,17 @@ class RootPlan:
 
 class Root:
     def __init__(self, node_id: int, diagram: Diagram, level: Level, slicer, entries: list[ir.Entry],
-                 state: int) -> None:
+                 state: int, fold_end: int = 0) -> None:
+        """``fold_end``: the root heads a run of that many validity levels folded into one table
+        (:meth:`compiler.tables._Slicer.validity_entries`): its entries follow paths through the run,
+        so an update makes all of them again (2^k entries for k bits)."""
         node = diagram.nodes[node_id]
         self.id = node_id
         self.d = diagram
         self.level = level
         self.slicer = slicer
         self.state = state
+        self.fold_end = fold_end
         self.edges: list[Edge] = list(node.edges)
         self.emits: list[int] = list(node.emits or (0,) * len(node.edges))
         self.los = [lo for lo, _, _ in self.edges]
@@ -76,7 +80,7 @@ class Root:
         self.wide: Counter = Counter()
         for edge, e in zip(self.edges, self.emits):
             self._weigh(edge, e, 1, self.weight, self.wide)
-        self.default = self._installed_default(entries)
+        self.default = None if fold_end else self._installed_default(entries)
 
     def _installed_default(self, entries: list[ir.Entry]) -> int | None:
         """The target the installed miss entry sends the root to (no miss entry: the empty leaf),
@@ -134,7 +138,7 @@ class Root:
             pos = r.i1
         new_edges += edges[pos:]
         new_emits += emits[pos:]
-        if len(new_edges) == 1 and not new_emits[0]:
+        if len(new_edges) == 1 and not new_emits[0] and not self.fold_end:  # a folded root's entries need no split
             raise Fallback("the root would no longer test the first field (the program's first stage)")
         plan.edges, plan.emits = new_edges, new_emits
         plan.los = [lo for lo, _, _ in new_edges] if len(regions) > 8 else _los(los, regions)
@@ -207,7 +211,10 @@ class Root:
                 plan.whole = True
                 plan.old_entries = list(self.entries.values())
                 slicer.state_of, slicer.entries = state_of, []
-                plan.default = slicer.node_entries(plan.node, lv.field, lv.kind, lv.table, lv.miss)
+                if self.fold_end:
+                    slicer.validity_entries(plan.node, 0, self.fold_end, lv.table)
+                else:
+                    plan.default = slicer.node_entries(plan.node, lv.field, lv.kind, lv.table, lv.miss)
                 plan.new_entries = slicer.entries
             else:
                 plan.default = default
@@ -225,7 +232,7 @@ class Root:
                 raise Fallback(f"{self.level.field.name} is matched exact, and the new rules split it into ranges")
             if wides:
                 return cur if wides == {cur} else None
-        if cur is None or self.level.kind not in ("exact", "range"):
+        if cur is None or self.fold_end or self.level.kind not in ("exact", "range"):
             return None
 
         def w(t: int) -> int:

@@ -98,6 +98,8 @@ class Incremental:
         self.n_rules = len(rules.rules)
         self.reads = _reads(typed)  # header -> rules (with multiplicity) that read it
         self.guard, self.validity_fields, self.queried = typed.guard, tuple(typed.validity), typed.queried
+        self._required: dict[frozenset[str], tuple[str, ...]] = {}  # headers read -> validity fields tested
+        self.needs = Counter(f for fs in typed.rule_validity for f in fs)  # validity field -> rules that test it
         self._pipeline = pipeline
         self._static = [e for e in pipeline.entries if not _lane_managed(pipeline, e.table)]
         self._stats = dict(stats or {})
@@ -141,12 +143,16 @@ class Incremental:
     def typed(self) -> TypedRules:
         """The current rules as the full compile types them (for verify and the oracle)."""
         rules = self.rule_set()
-        order = {h.name: i for i, h in enumerate(self.spec.headers)}
-        guard = set(self.guard)
-        per_rule = tuple(tuple(validity.field_name(h) for h in sorted(validity.rule_headers(r, self.spec) - guard,
-                                                                        key=order.__getitem__)) for r in rules)
         return TypedRules(rules, dict(self.fields), self.spec, self.guard, _validity_fields(self.validity_fields),
-                          per_rule, self.queried)
+                          tuple(self._tests(r) for r in rules), self.queried)
+
+    def _tests(self, rule: ast.Rule) -> tuple[str, ...]:
+        """The validity fields ``rule`` tests under the program's guard (as :func:`validity.plan` finds them)."""
+        headers = validity.rule_headers(rule, self.spec)
+        found = self._required.get(headers)
+        if found is None:
+            found = self._required[headers] = validity.required(headers, frozenset(self.guard), self.spec)
+        return found
 
     def pipeline(self) -> ir.Pipeline:
         """The current pipeline (built from the lanes' entries: O(entries))."""
@@ -197,12 +203,14 @@ class Incremental:
 
     def _incremental(self, add: list[ast.Rule], remove: list[ast.Rule]) -> Update:
         typed_add = self._check(add)
-        reads = self.reads.copy()
+        reads, needs = self.reads.copy(), self.needs.copy()
         for r in add:
             reads.update(validity.rule_headers(r, self.spec))
+            needs.update(self._tests(r))
         for r in remove:
             reads.subtract(validity.rule_headers(r, self.spec))
-        self._same_headers(reads, self.n_rules + len(add) - len(remove))
+            needs.subtract(self._tests(r))
+        self._same_headers(reads, needs, self.n_rules + len(add) - len(remove))
         if self._pipeline.delivery.is_bitmap:
             ports = set(self._pipeline.delivery.ports)
             extra = sorted({p for r in add for p in r.ports} - ports)
@@ -241,7 +249,7 @@ class Incremental:
                 del self.rules[r]
         self.rules.update(add)
         self.n_rules += len(add) - len(remove)
-        self.reads = +reads
+        self.reads, self.needs = +reads, +needs
         return Update(delta, True, rebuilt_root_edges=sum(p.rebuilt_edges for p in plans.values()),
                       nodes_born=sum(len(p.born) for p in plans.values()),
                       nodes_died=sum(len(p.died) for p in plans.values()), entries_of_changed_nodes=len(old) + len(new))
@@ -292,21 +300,18 @@ class Incremental:
 
     def _typed_subset(self, rules: list[ast.Rule]) -> TypedRules:
         """Some rules typed as members of the whole set (its fields and guard, their validity fields)."""
-        order = {h.name: i for i, h in enumerate(self.spec.headers)}
-        guard = set(self.guard)
-        per_rule = tuple(tuple(validity.field_name(h) for h in sorted(validity.rule_headers(r, self.spec) - guard,
-                                                                        key=order.__getitem__)) for r in rules)
         return TypedRules(ast.RuleSet(tuple(rules)), self.fields, self.spec, self.guard,
-                          _validity_fields(self.validity_fields), per_rule, self.queried)
+                          _validity_fields(self.validity_fields), tuple(self._tests(r) for r in rules), self.queried)
 
-    def _same_headers(self, reads: Counter, n_rules: int) -> None:
-        """Refuse a change of the guard, the validity fields or the queried headers (the program's shape)."""
+    def _same_headers(self, reads: Counter, needs: Counter, n_rules: int) -> None:
+        """Refuse a change of the guard, the validity fields or the queried headers (the program's shape).
+        ``needs`` counts the validity fields under the current guard: right whenever the guard stays."""
         order = {h.name: i for i, h in enumerate(self.spec.headers)}
-        read = {h for h, c in reads.items() if c > 0}
-        common = {h for h in read if reads[h] == n_rules} if n_rules else set()
-        stacked = {h for h in read if self.spec.header(h).stack_size}
-        guard = tuple(sorted(common | stacked, key=order.__getitem__))
-        extra = tuple(validity.field_name(h) for h in sorted(read - set(guard), key=order.__getitem__))
+        read = frozenset(h for h, c in reads.items() if c > 0)
+        common = frozenset(h for h in read if reads[h] == n_rules) if n_rules else frozenset()
+        guard = tuple(sorted(validity.guard_of(common, read, self.spec), key=order.__getitem__))
+        extra = tuple(sorted((f for f, c in needs.items() if c > 0),
+                             key=lambda f: order[validity.header_of_validity(f)]))
         queried = tuple(sorted(read, key=order.__getitem__))
         if guard != tuple(self.guard) or extra != self.validity_fields or queried != tuple(self.queried):
             raise Fallback("the headers the rules read change (the program's guard, validity fields or default path)")
@@ -334,7 +339,8 @@ def _reads(typed: TypedRules) -> Counter:
     """How many rules read each header. Every rule reads each scalar guard header, and beyond the
     guard the headers its validity fields name; only stacked guard headers need the rules read."""
     spec = typed.spec
-    if any(spec.header(h).stack_size for h in typed.guard) or len(typed.rule_validity) != len(typed.rules):
+    if (any(spec.header(h).stack_size for h in typed.guard) or len(typed.rule_validity) != len(typed.rules)
+            or any(spec.implied_headers().values())):  # a validity field may stand for several headers
         return Counter(h for r in typed.rules for h in validity.rule_headers(r, spec))
     reads = Counter({h: len(typed.rules) for h in typed.guard})
     reads.update(validity.header_of_validity(f) for fs in typed.rule_validity for f in fs)
