@@ -310,17 +310,10 @@ class _Builder:
         return node
 
     def _node(self, level: int, edges: list[Edge], emits: list[int] | None = None) -> int:
-        merged: list[list[int]] = []
-        for i, (lo, hi, child) in enumerate(edges):
-            e = emits[i] if emits else 0
-            if merged and merged[-1][2] == child and merged[-1][3] == e:
-                merged[-1][1] = hi
-            else:
-                merged.append([lo, hi, child, e])
-        if len(merged) == 1 and merged[0][3] == 0:
-            return merged[0][2]  # reduction (ii); a node that emits is kept, or its outputs would be lost
-        node_edges = tuple((a, b, c) for a, b, c, _ in merged)
-        node_emits = tuple(e for _, _, _, e in merged) if self.emit else ()
+        node_edges, emitted = merge_edges(edges, emits)
+        if len(node_edges) == 1 and emitted[0] == 0:
+            return node_edges[0][2]  # reduction (ii); a node that emits is kept, or its outputs would be lost
+        node_emits = emitted if self.emit else ()
         key = (level, node_edges, node_emits)
         node = self._unique.get(key)
         if node is None:  # reduction (i)
@@ -571,3 +564,16 @@ def iter_paths(diagram: Diagram) -> Iterator[tuple[list[tuple[str, int, int]], A
             path.pop()
     yield from walk(diagram.root, [], ActionSet())
 
+
+def merge_edges(edges: list[Edge], emits: list[int] | None) -> tuple[tuple[Edge, ...], tuple[int, ...]]:
+    """A node's edges with adjacent edges to the same child (and the same emission) merged, and their
+    emissions (0 where none). Shared by the builder and the incremental one, so both reduce a node the
+    same way."""
+    merged: list[list[int]] = []
+    for i, (lo, hi, child) in enumerate(edges):
+        e = emits[i] if emits else 0
+        if merged and merged[-1][2] == child and merged[-1][3] == e:
+            merged[-1][1] = hi
+        else:
+            merged.append([lo, hi, child, e])
+    return tuple((a, b, c) for a, b, c, _ in merged), tuple(e for _, _, _, e in merged)

@@ -67,6 +67,15 @@ def compile_combined(
     }
     stats["target"] = target
     stats["compile"] = {k: v for k, v in plan.compile_stats.items() if isinstance(v, (int, float, str))}
+    write_network(out_dir, files, topology, rules, plan.pipeline, plan_json(plan), stats)
+    return plan, stats
+
+
+def write_network(out_dir: str | Path, files: dict[str, dict[str, str]], topology, rules, pipeline: ir.Pipeline,
+                  delivery: dict, stats: dict) -> None:
+    """A delivery network's output: each switch's rendered files in its directory, the topology, the
+    hosts' rules, the ingress pipeline, the delivery plan and the statistics (header stacks and
+    virtual trees write the same layout)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for switch, named in files.items():
@@ -76,7 +85,6 @@ def compile_combined(
             (d / name).write_text(text, encoding="utf-8")
     write_topology(topology, out / "topology.topo")
     (out / "hosts.rules").write_text(str(rules), encoding="utf-8")
-    ir.save(plan.pipeline, out / "pipeline.json")
-    (out / "delivery.json").write_text(json.dumps(plan_json(plan), indent=1) + "\n", encoding="utf-8")
+    ir.save(pipeline, out / "pipeline.json")
+    (out / "delivery.json").write_text(json.dumps(delivery, indent=1) + "\n", encoding="utf-8")
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-    return plan, stats

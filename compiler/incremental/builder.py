@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 
-from compiler.bdd import _Builder, Diagram, Edge, Node
+from compiler.bdd import _Builder, Diagram, Edge, Node, merge_edges
 from compiler.dnf import ActionSet
 from compiler.spec import QueryField
 
@@ -91,17 +91,10 @@ class IncrementalBuilder(_Builder):
         return self._node(level, edges, emits)
 
     def _node(self, level: int, edges: list[Edge], emits: list[int] | None = None) -> int:
-        merged: list[list[int]] = []
-        for i, (lo, hi, child) in enumerate(edges):
-            e = emits[i] if emits else 0
-            if merged and merged[-1][2] == child and merged[-1][3] == e:
-                merged[-1][1] = hi
-            else:
-                merged.append([lo, hi, child, e])
-        if len(merged) == 1 and merged[0][3] == 0:
-            return merged[0][2]
-        node_edges = tuple((a, b, c) for a, b, c, _ in merged)
-        node_emits = tuple(e for _, _, _, e in merged) if self.emit else ()
+        node_edges, emitted = merge_edges(edges, emits)
+        if len(node_edges) == 1 and emitted[0] == 0:
+            return node_edges[0][2]
+        node_emits = emitted if self.emit else ()
         key = (level, node_edges, node_emits)
         node = self._unique.get(key)
         if node is None:

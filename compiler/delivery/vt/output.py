@@ -16,18 +16,16 @@ Everything is rendered before the first file is written.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from compiler import ir
 from compiler import rules as ast
 from compiler.compile import CompileOptions
+from compiler.delivery.combined_output import write_network
 from compiler.delivery.vt.combined import VtPlan, plan_vt, vt_plan_json
 from compiler.errors import P4subError
 from compiler.spec import Spec
 from compiler.topology import Topology
-from compiler.topology_file import write_topology
 
 
 def render_vt_target(plan: VtPlan, target: str) -> dict[str, dict[str, str]]:
@@ -53,16 +51,5 @@ def compile_vt(topology: Topology, rules: ast.RuleSet, spec: Spec, strategy: str
                          for s in plan.switches.values()}
     stats["target"] = target
     stats["compile"] = {k: v for k, v in plan.compile_stats.items() if isinstance(v, (int, float, str))}
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for switch, named in files.items():
-        d = out / switch
-        d.mkdir(parents=True, exist_ok=True)
-        for name, text in named.items():
-            (d / name).write_text(text, encoding="utf-8")
-    write_topology(topology, out / "topology.topo")
-    (out / "hosts.rules").write_text(str(rules), encoding="utf-8")
-    ir.save(plan.pipeline, out / "pipeline.json")
-    (out / "delivery.json").write_text(json.dumps(vt_plan_json(plan), indent=1) + "\n", encoding="utf-8")
-    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+    write_network(out_dir, files, topology, rules, plan.pipeline, vt_plan_json(plan), stats)
     return plan, stats
