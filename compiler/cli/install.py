@@ -172,6 +172,8 @@ def hitless_pipelines(out: Path, args: argparse.Namespace):
         if not isinstance(old_out, str):
             raise P4subError(f"{out} was not written by `p4sub compile --update`: name the output the switch holds "
                              "with --from OLD_OUT")
+    if not Path(old_out).is_dir():
+        raise P4subError(f"{old_out}: no such output directory (the output the switch holds, for --hitless)")
     check_manifest(Path(old_out), ("pipeline.json",))  # the plan starts from what the switch holds
     return ir.load(Path(old_out)), ir.load(out)
 
