@@ -10,9 +10,12 @@ from dataclasses import dataclass
 from typing import Iterable
 
 
-@dataclass(frozen=True, order=True, slots=True)
+@dataclass(order=True, slots=True, unsafe_hash=True)
 class SourceLocation:
-    """Where a construct came from, so that errors found late still point at the user's text."""
+    """Where a construct came from, so that errors found late still point at the user's text.
+
+    A value like the AST nodes that carry it, and for the same reason not ``frozen=True``
+    (compiler/rules.py: every AST node has one; tests/conftest.py guards it against writes)."""
 
     file: str
     line: int

@@ -33,16 +33,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from compiler import rule_build
-from compiler.ast_make import comparison as make_comparison
-from compiler.ast_make import const as make_const
-from compiler.ast_make import forward as make_forward
-from compiler.ast_make import junction as make_junction
-from compiler.ast_make import location as make_location
-from compiler.ast_make import location_setters, setters
-from compiler.ast_make import negation as make_not
-from compiler.ast_make import number as make_number
-from compiler.ast_make import string as make_string
+from compiler import rule_build, rule_shapes
 from compiler import rules as ast
 from compiler.errors import SourceLocation
 from compiler.values import MAX_NUMBER_DIGITS
@@ -135,12 +126,12 @@ def _rule(slots: int) -> re.Pattern:
 
 # The usual rule, then (tried when the first does not match) one of up to RULE_SLOTS atoms: a
 # regex of fewer slots matches faster and has fewer groups to hand over.
-_RULE, _LONG_RULE = _rule(8), _rule(RULE_SLOTS)
-_SLOT_GROUPS = 7  # each slot's groups: and/or before it, not and '(' before it, field, operator, literal, true/false, ')' after it
+_SHORT_SLOTS = 8
+_RULE, _LONG_RULE = _rule(_SHORT_SLOTS), _rule(RULE_SLOTS)
+_PAST_SHORT_SLOTS = rule_shapes.SLOT_GROUPS * _SHORT_SLOTS + 1  # in a _LONG_RULE match, the group of the join before atom _SHORT_SLOTS + 1
+_SHORT_RUN = 8
 _ACTION_GROUPS = 5  # after the slots: 'fwd', its ports, 'drop', an action's name, its arguments; then the more actions
 _ACTION_RE = re.compile(_action(True))
-_OPS = {"==": "==", "=": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}  # else prefix, any case
-_COMMENT = re.compile(r"(?:#|//)[^\n]*")
 # How deep flat_rule lets parentheses and negations nest (lark's tree grows by about 2 per '(' and 1 per
 # 'not'); deeper rules are read token by token, which stops where lark's limit (MAX_NESTING) is near.
 _FLAT_DEPTH = 60
@@ -176,27 +167,43 @@ class Parsed:
     stop_from: int = 0  # with stopped: the offset from which lark reads (the rule before the stop)
 
 
-_new = object.__new__
-# The slots' setters of the nodes flat_rule builds inline (see compiler/ast_make.py).
-_set_file, _set_line, _set_column = location_setters
-_set_string, _set_string_loc = setters(ast.String, "value", "location")
-_set_number, _set_number_hex, _set_number_loc = setters(ast.Number, "value", "hex", "location")
-_set_field, _set_field_loc = setters(ast.Field, "name", "location")
-_set_attribute, _set_op, _set_value, _set_comparison_loc = setters(ast.Comparison, "attribute", "op", "value", "location")
+Location, Number, String, Field, Comparison = SourceLocation, ast.Number, ast.String, ast.Field, ast.Comparison
 
 
-def _junction(kind: type, items: list, where: SourceLocation, grouped: bool = True):
-    """``kind(items)`` (And or Or), a parenthesised operand of the same kind flattened into it
-    (there is none unless ``grouped``: the rule has parentheses)."""
-    if not grouped:
-        return make_junction(kind, tuple(items), where)
-    flat = []
-    for item in items:
-        if type(item) is kind:
-            flat.extend(item.items)
-        else:
-            flat.append(item)
-    return make_junction(kind, tuple(flat), where)
+def literal(text: str, at: SourceLocation):
+    """The constant a _RULE literal stands for (a bare name is a string), None if doubtful."""
+    c = text[0]
+    if c == '"':
+        return ast.String(rule_build.unescape(text[1:-1]), at)
+    if text.isdigit():
+        return ast.Number(int(text), False, at) if len(text) <= MAX_NUMBER_DIGITS else None
+    if ":" in text or "/" in text or text.count(".") == 3:
+        address, _, length = text.partition("/")
+        length = length.strip()
+        if len(length) > MAX_NUMBER_DIGITS:
+            return None
+        node = (_colon if ":" in text else _ipv4)(address.strip(), length, at)
+        return None if type(node) is str else node
+    if c.isdigit():
+        if len(text) > MAX_NUMBER_DIGITS:
+            return None
+        if text[1:2] in ("x", "X"):
+            return ast.Number(int(text, 16), True, at)
+        return ast.Number(Decimal(text), False, at)
+    return ast.String(text, at)
+
+
+def _filter_literal(text: str, at: SourceLocation):
+    """:func:`literal` for a comparison's constant: a number, address or bare word of more than
+    MAX_NUMBER_DIGITS characters is doubtful too (only a quoted string may be that long)."""
+    return literal(text, at) if text[0] == '"' or len(text) <= MAX_NUMBER_DIGITS else None
+
+
+# (Not a dict by pattern: a pattern's hash is computed from its whole compiled code each time.)
+_SHAPE_OF_RULE, _SHAPE_OF_LONG_RULE = (rule_shapes.shape_of((regex.groups - _ACTION_GROUPS - 1) // rule_shapes.SLOT_GROUPS)
+                                       for regex in (_RULE, _LONG_RULE))
+_SHAPES = (rule_shapes.built(False), rule_shapes.built(True))  # rule_shapes' builders by shape: on several lines, on one
+_UNKNOWN = object()
 
 
 def parse(text: str, path: str) -> Parsed:
@@ -224,9 +231,23 @@ class _Parser:
         rule_match, long_match, scan, kind_of = _RULE.match, _LONG_RULE.match, _SCANNER.finditer, _KIND
         pos = 0
         last_start = 0  # where the last rule read starts (the end of the one before)
+        # _RULE fails on a rule of more atoms than its slots only when it has read them all. Where such
+        # rules come often, _LONG_RULE is tried first, until _SHORT_RUN rules in a row fit _RULE.
+        long_first, short_run = False, 0
         while True:
             self.doubt = False
-            m = rule_match(text, pos) or long_match(text, pos)
+            if long_first:
+                m = long_match(text, pos)
+                if m is not None and m.group(_PAST_SHORT_SLOTS) is None:
+                    short_run += 1
+                    long_first = short_run < _SHORT_RUN
+                else:
+                    short_run = 0
+            else:
+                m = rule_match(text, pos)
+                if m is None:
+                    m = long_match(text, pos)
+                    long_first, short_run = m is not None, 0
             rule = self.flat_rule(m) if m else None
             if rule is not None:
                 end = m.end()
@@ -268,165 +289,60 @@ class _Parser:
 
     def flat_rule(self, m: re.Match) -> ast.Rule | None:
         """The Rule of a _RULE match, or None (and the rule read token by token) if anything in it
-        is doubtful, its parentheses do not match, or it nests deeper than _FLAT_DEPTH. This is the
-        hot loop: the usual rule is built here without calls but the nodes' constructors.
-
-        The filter is built as the recursive descent builds it (and binds tighter than or; a
-        parenthesised And or Or is flattened into an And or Or around it; a node made of several
-        operands is located at the first token of its first operand, a ``(`` or a ``not`` included),
-        keeping a stack of the groups the parentheses open."""
+        is doubtful, or its shape has no builder (compiler/rule_shapes.py: its parentheses do not
+        match, it nests deeper than _FLAT_DEPTH). This is the hot loop: the filter is made by its
+        shape's builder, the usual actions here."""
         groups = m.groups()
         start = m.start
-        first = start(2) if groups[1] else start(3) if groups[2] is not None else start(6)
+        first = start(1)  # the rule's first token (the empty group before the first slot)
         if not self.line_from < first < self.line_to:
             self.seek(first)
         oneline = m.end() <= self.line_to
-        if oneline:  # the whole rule on one line: columns by subtraction
-            path, line, before = self.path, self.line, self.line_from
-
-            def loc(offset: int) -> SourceLocation:  # make_location(path, line, offset - before), inlined
-                made = _new(SourceLocation)
-                _set_file(made, path)
-                _set_line(made, line)
-                _set_column(made, offset - before)
-                return made
-        else:
-            loc = self.loc
-        # The innermost open group: the conjunctions before (ors), the current one's operands (ands),
-        # and where each starts; `opened` holds the groups around it, each with the nots before its '('.
-        ors: list = []
-        ands: list = []
-        or_start = and_start = first
-        opened: list[tuple] = []
-        depth = 0
-        grouped = False  # whether a '(' was read
-        first_where = None  # the location of the first token once made: the rule's and its first junction's
-
-        def shared(offset: int) -> SourceLocation:
-            return first_where if offset == first and first_where is not None else loc(offset)
-
-        fwd = m.re.groups - _ACTION_GROUPS
-        slot = iter(groups[:fwd - 1])
-        base = -_SLOT_GROUPS  # the slot's first group, less one (start() numbers groups from 1)
-        for join, prefix, name, op, text, truth, closes in zip(slot, slot, slot, slot, slot, slot, slot):
-            base += _SLOT_GROUPS
-            if name is None and truth is None:
-                break
-            if join and join[0] not in "aA&^∧":  # or: and binds tighter
-                ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, shared(and_start), grouped))
-                ands = []
-            nots = ()
-            if prefix:
-                nots = []
-                offset = start(base + 2)
-                if "#" in prefix or "/" in prefix:
-                    prefix = _COMMENT.sub(lambda c: " " * len(c.group()), prefix)
-                for i, c in enumerate(prefix):  # '(', or the first character of a not
-                    if c == "(":
-                        if not ands:
-                            and_start = nots[0] if nots else offset + i
-                            if not ors:
-                                or_start = and_start
-                        depth += 2 + len(nots)
-                        if depth > _FLAT_DEPTH:
-                            return None
-                        opened.append((ors, ands, or_start, and_start, nots))
-                        grouped = True
-                        ors, ands, nots = [], [], []
-                        or_start = and_start = -1
-                    elif c in "!¬nN":
-                        nots.append(offset + i)
-            if name is not None:  # the constructors of make_comparison and make_number inlined
-                at = start(base + 3)
-                vat = start(base + 5)
-                if oneline:
-                    where = _new(SourceLocation)
-                    _set_file(where, path)
-                    _set_line(where, line)
-                    _set_column(where, at - before)
-                    if at == first:
-                        first_where = where
-                    value_at = _new(SourceLocation)
-                    _set_file(value_at, path)
-                    _set_line(value_at, line)
-                    _set_column(value_at, vat - before)
-                else:
-                    where = loc(at)
-                    value_at = loc(vat)
-                if text[0] == '"':
-                    raw = text[1:-1]
-                    value = _new(ast.String)
-                    _set_string(value, rule_build.unescape(raw) if "\\" in raw else raw)
-                    _set_string_loc(value, value_at)
-                elif len(text) > MAX_NUMBER_DIGITS:
-                    return None
-                elif text.isdigit() or text.replace(".", "", 1).isdigit():
-                    value = _new(ast.Number)
-                    _set_number(value, int(text) if "." not in text else Decimal(text))
-                    _set_number_hex(value, False)
-                    _set_number_loc(value, value_at)
-                else:
-                    value = self.literal(text, value_at)
-                    if value is None:
-                        return None
-                attribute = _new(ast.Field)
-                _set_field(attribute, name)
-                _set_field_loc(attribute, where)
-                item = _new(ast.Comparison)
-                _set_attribute(item, attribute)
-                _set_op(item, _OPS.get(op, "prefix"))
-                _set_value(item, value)
-                _set_comparison_loc(item, where)
-            else:
-                at = start(base + 6)
-                item = make_const(truth[0] in "tT", loc(at))
-            if not ands:
-                and_start = nots[0] if nots else at
-                if not ors:
-                    or_start = and_start
-            if nots:
-                if depth + len(nots) > _FLAT_DEPTH:
-                    return None
-                for offset in reversed(nots):
-                    item = make_not(item, loc(offset))
-            ands.append(item)
-            if closes:
-                for _ in range(closes.count(")")):
-                    if not opened:
-                        return None
-                    ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, shared(and_start), grouped))
-                    item = ors[0] if len(ors) == 1 else _junction(ast.Or, ors, shared(or_start), grouped)
-                    ors, ands, or_start, and_start, nots = opened.pop()
-                    depth -= 2 + len(nots)
-                    for offset in reversed(nots):
-                        item = make_not(item, loc(offset))
-                    ands.append(item)
-        if opened:
+        shape = (_SHAPE_OF_RULE if m.re is _RULE else _SHAPE_OF_LONG_RULE)(groups)
+        build = _SHAPES[oneline].get(shape, _UNKNOWN)
+        if build is _UNKNOWN:
+            build = rule_shapes.builder(shape, oneline, _FLAT_DEPTH, MAX_NUMBER_DIGITS)
+        if build is None:
             return None
-        ors.append(ands[0] if len(ands) == 1 else _junction(ast.And, ands, shared(and_start), grouped))
-        filt = ors[0] if len(ors) == 1 else _junction(ast.Or, ors, shared(or_start), grouped)
-        where = shared(first)
+        path, line, before = self.path, self.line, self.line_from
+        made = build(groups, start, path, line, before, self.loc, _filter_literal)
+        if made is None:
+            return None
+        filt, where = made
+        fwd = m.re.groups - _ACTION_GROUPS
         ports = groups[fwd]
         if ports is not None and ports.isdigit() and len(ports) <= MAX_NUMBER_DIGITS:  # fwd(N)
-            action = make_forward((int(ports),), loc(start(fwd)))
+            at = start(fwd)
+            action = ast.Forward((int(ports),), Location(path, line, at - before) if oneline else self.loc(at))
+        elif groups[fwd + 1] is not None:  # drop
+            at = start(fwd + 2)
+            action = ast.Drop(Location(path, line, at - before) if oneline else self.loc(at))
         else:
-            action = self.action(m, fwd - 1, loc)
+            action = self.action(m, fwd - 1)
             if action is None:
                 return None
         if not groups[fwd + 4]:
             return ast.Rule(filt, (action,), where)
         items = [action]  # several actions
         for a in _ACTION_RE.finditer(self.text, start(fwd + 5), m.end(fwd + 5)):
-            action = self.action(a, 0, loc)
-            if action is None:
-                return None
+            name, args = a.group(4, 5)
+            if name is not None and args.isdigit() and len(args) <= MAX_NUMBER_DIGITS:  # mark(N)
+                at, args_at = a.start(4), a.start(5)
+                action = ast.Call(name, (Number(int(args), False, Location(path, line, args_at - before) if oneline else self.loc(args_at)),),
+                                  Location(path, line, at - before) if oneline else self.loc(at))
+            else:
+                action = self.action(a)
+                if action is None:
+                    return None
             items.append(action)
+        if len(items) == 2 and type(items[0]) is ast.Forward and type(items[1]) is not ast.Forward:
+            return ast.Rule(filt, (items[0], items[1]), where)  # what merge_actions makes of them
         return ast.Rule(filt, rule_build.merge_actions(items), where)
 
-    def action(self, m: re.Match, at: int = 0, loc=None):
+    def action(self, m: re.Match, at: int = 0):
         """The action of an _ACTION_RE match (or of _RULE's first action, its groups after ``at``)."""
         ports, drop, name = m.group(at + 2, at + 3, at + 4)
-        loc = loc or self.loc
+        loc = self.loc
         if ports is not None:
             if "," in ports:
                 found = _PORT_RE.findall(ports)
@@ -442,33 +358,11 @@ class _Parser:
             return ast.Drop(loc(m.start(at + 3)))
         values = []
         for a in _ARG_RE.finditer(self.text, m.start(at + 5), m.end(at + 5)):
-            value = self.literal(a.group(), loc(a.start()))
+            value = literal(a.group(), loc(a.start()))
             if value is None:
                 return None
             values.append(value)
         return ast.Call(name, tuple(values), loc(m.start(at + 4)))
-
-    def literal(self, text: str, at: SourceLocation):
-        """The constant a _RULE literal stands for (a bare name is a string), None if doubtful."""
-        c = text[0]
-        if c == '"':
-            return ast.String(rule_build.unescape(text[1:-1]), at)
-        if text.isdigit():
-            return ast.Number(int(text), False, at) if len(text) <= MAX_NUMBER_DIGITS else None
-        if ":" in text or "/" in text or text.count(".") == 3:
-            address, _, length = text.partition("/")
-            length = length.strip()
-            if len(length) > MAX_NUMBER_DIGITS:
-                return None
-            node = (_colon if ":" in text else _ipv4)(address.strip(), length, at)
-            return None if type(node) is str else node
-        if c.isdigit():
-            if len(text) > MAX_NUMBER_DIGITS:
-                return None
-            if text[1:2] in ("x", "X"):
-                return ast.Number(int(text, 16), True, at)
-            return ast.Number(Decimal(text), False, at)
-        return ast.String(text, at)
 
     # -- helpers ----------------------------------------------------------------------------
     def loc(self, offset: int) -> SourceLocation:
@@ -477,7 +371,7 @@ class _Parser:
             return self.last_loc
         if not self.line_from < offset < self.line_to:  # not on the line of the last location
             self.seek(offset)
-        loc = make_location(self.path, self.line, offset - self.line_from)
+        loc = Location(self.path, self.line, offset - self.line_from)
         self.last_offset = offset
         self.last_loc = loc
         return loc
@@ -688,18 +582,18 @@ class _Parser:
             op = "prefix"
         c = text[0]
         if c == '"':
-            value = make_string(rule_build.unescape(text[1:-1]), at)
+            value = String(rule_build.unescape(text[1:-1]), at)
         elif not self.number(text):
             value = ast.Number(0)
         elif text[1:2] in ("x", "X"):
-            value = make_number(int(text, 16), True, at)
+            value = Number(int(text, 16), True, at)
         elif "." not in text:
-            value = make_number(int(text), False, at)
+            value = Number(int(text), False, at)
         elif text.count(".") == 1:
-            value = make_number(Decimal(text), False, at)
+            value = Number(Decimal(text), False, at)
         else:
             value = self.address(IPV4, text, at)
-        return make_comparison(name, op, value, where)
+        return Comparison(Field(name, where), op, value, where)
 
     # -- operands ---------------------------------------------------------------------------
     def operand(self, depth: int = 4):

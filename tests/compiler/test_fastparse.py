@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler import fastparse, lang
+from compiler import fastparse, lang, rule_shapes
 from compiler import rules as ast
 from compiler.errors import P4subError
 from compiler.inputs import strip_bom
@@ -60,7 +60,7 @@ KEYWORDS = {"and": ["and", "AND", "And", "&&", "∧", "^"], "or": ["or", "OR", "
             "true": ["true", "TRUE"], "false": ["false", "False"]}
 # Between two tokens: blanks, comments (never right after a '/', which would make '//'), or nothing
 # where one side is punctuation.
-SEPARATORS = [" ", " ", " ", "  ", "\n", "\t", " \n  ", " # note; a: fwd(9)\n", "\n// c\n", "\r\n"]
+SEPARATORS = [" ", " ", " ", "  ", "\n", "\t", " \n  ", " # note; a: fwd(9)\n", "\n// c\n", "\r\n", " # (x) )\n"]
 PUNCTUATION = set("(),;:") | {"==", "!=", "<=", ">=", "<", ">", "=", "&&", "||", "^", "∧", "∨", "¬", "!"}
 
 
@@ -282,6 +282,28 @@ def test_parentheses_negations_constants_and_comments_take_one_match(text: str, 
     monkeypatch.setattr(fastparse._Parser, "rule", refuse)
     assert_same_reading(text)
     assert_same_reading("h.z == 1: fwd(1);\n" + text + "\n" + text)
+
+
+def test_rules_past_the_known_shapes_read_alike(monkeypatch) -> None:
+    """Once rule_shapes knows MAX_SHAPES shapes, rules of a new shape are read token by token, into the
+    same AST; a known shape keeps its builder."""
+    monkeypatch.setattr(rule_shapes, "_BUILT", ({}, {}))
+    monkeypatch.setattr(fastparse, "_SHAPES", rule_shapes._BUILT)
+    monkeypatch.setattr(rule_shapes, "MAX_SHAPES", 2)
+    text = "".join(ONE_MATCH) + "\n" + "".join(ONE_MATCH)
+    assert_same_reading(text)
+    assert sum(map(len, rule_shapes._BUILT)) == 2
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["(", "not (", "! (", "(not ", "( (", "(#(\n"])), min_size=1, max_size=40))
+def test_a_new_shape_in_every_rule_reads_alike(parts: list[tuple[int, str]]) -> None:
+    """Every rule of its own shape (where the '(' and 'not' runs and the ')'s fall): each gets a builder."""
+    rules = []
+    for i, (n, opening) in enumerate(parts):
+        atoms = [f"h.f{j} == {i}" for j in range(n + 1)]
+        rules.append(" or ".join(atoms[:-1] + [opening + atoms[-1] + ")"]) + f" : fwd({i});")
+    assert_same_reading("\n".join(rules))
 
 
 def test_an_error_deep_in_a_large_file_is_reported_from_there() -> None:
