@@ -121,7 +121,10 @@ def _action(capture: bool) -> str:
 
 
 def _rule(slots: int) -> re.Pattern:
-    return re.compile(rf"{_SKIP}(){_slots(slots)}{_S}:{_S}(?:{_action(True)})((?:{_W},{_W}(?:{_action(False)}))*+){_W}(?:;|\Z)")
+    """After the slots: the first action's groups, the second's, then the text of any more (and an
+    empty group inside it, so that whether there are more is in compiler/rule_shapes's shape)."""
+    return re.compile(rf"{_SKIP}(){_slots(slots)}{_S}:{_S}(?:{_action(True)})(?:{_W},{_W}(?:{_action(True)}))?"
+                      rf"((?:{_W},{_W}(){_action(False)})*+){_W}(?:;|\Z)")
 
 
 # The usual rule, then (tried when the first does not match) one of up to RULE_SLOTS atoms: a
@@ -130,11 +133,58 @@ _SHORT_SLOTS = 8
 _RULE, _LONG_RULE = _rule(_SHORT_SLOTS), _rule(RULE_SLOTS)
 _PAST_SHORT_SLOTS = rule_shapes.SLOT_GROUPS * _SHORT_SLOTS + 1  # in a _LONG_RULE match, the group of the join before atom _SHORT_SLOTS + 1
 _SHORT_RUN = 8
-_ACTION_GROUPS = 5  # after the slots: 'fwd', its ports, 'drop', an action's name, its arguments; then the more actions
+_RECENT = 4
+_ACTION_GROUPS = 5  # an action's: 'fwd', its ports, 'drop', an action's name, its arguments
 _ACTION_RE = re.compile(_action(True))
 # How deep flat_rule lets parentheses and negations nest (lark's tree grows by about 2 per '(' and 1 per
 # 'not'); deeper rules are read token by token, which stops where lark's limit (MAX_NESTING) is near.
 _FLAT_DEPTH = 60
+_NO_GROUP = "(){0}"  # a group that never takes part: its value is None, as an unused alternative's
+
+
+def _fixed_action(fwd: str | None, drop: str | None, name: str | None) -> str:
+    """_action(True) held to one kind (its five groups kept, the others never taking part)."""
+    if fwd is not None:
+        return rf"(fwd){_W}\({_W}({_PORT}(?:{_W},{_W}{_PORT})*+){_W}\){_NO_GROUP * 3}"
+    if drop is not None:
+        return rf"{_NO_GROUP * 2}(drop)(?:{_W}\({_W}\))?{_NO_GROUP * 2}"
+    return rf"{_NO_GROUP * 3}({re.escape(name)}){_W}\({_W}((?:{_ARG}(?:{_W},{_W}{_ARG})*+)?){_W}\)"
+
+
+def _shape_regex(shape: tuple) -> re.Pattern:
+    """The usual rule held to one shape (compiler/rule_shapes.py: its joins, its not/'(' runs as
+    written, its true/false, its ')' runs, its actions' kinds): _RULE's slots, as many as the shape
+    has, with those texts fixed; the groups numbered as in _RULE. A match is one _RULE would make,
+    with this shape, and its shape's builder reads it without looking the shape up. Where the rules
+    of a file have a few shapes, trying theirs first is about a third quicker than _RULE."""
+    parts = [_SKIP, "()"]
+    for k in range(rule_shapes.slots_of(shape)):
+        join, prefix, truth, closes = shape[4 * k:4 * k + 4]
+        if k:
+            boundary = r"\b" if join[-1].isalpha() else ""
+            parts.append(rf"{_S}({re.escape(join)}){boundary}{_S}")
+        parts.append(f"({re.escape(prefix)})" + ("(?![A-Za-z0-9_])" if prefix[-1:].isalpha() else ""))
+        if truth is None:
+            parts.append(rf"(?!{_KWORD})((?>{_plain(DOTTED_RE)})){_S}(==|!=|<=|>=|<|>|=|(?i:prefix)\b){_S}({_LIT}){_NO_GROUP}")
+        else:
+            parts.append(rf"{_NO_GROUP * 3}({re.escape(truth)})(?![A-Za-z0-9_.])")
+        parts.append(f"({re.escape(closes)})")
+    slots = rule_shapes.slots_of(shape)
+    kinds = shape[4 * slots:4 * slots + 6]
+    parts.append(rf"{_S}:{_S}{_fixed_action(*kinds[:3])}")
+    parts.append(rf"{_W},{_W}{_fixed_action(*kinds[3:])}" if any(k is not None for k in kinds[3:]) else _NO_GROUP * 5)
+    parts.append(rf"((?:{_W},{_W}(){_action(False)})++)" if shape[-1] is not None else _NO_GROUP * 2)
+    return re.compile("".join(parts) + rf"{_W}(?:;|\Z)")
+
+
+_FIXED: dict[tuple, "re.Pattern | None"] = {}  # shape (its slots only) -> _shape_regex
+
+
+def _fixed(shape: tuple) -> re.Pattern | None:
+    """_shape_regex of a shape given with its slots only, compiled once (None past MAX_SHAPES)."""
+    if shape not in _FIXED:
+        _FIXED[shape] = _shape_regex(shape) if len(_FIXED) < rule_shapes.MAX_SHAPES else None
+    return _FIXED[shape]
 _PORT_RE = re.compile(_PORT)
 _ARG_RE = re.compile(_ARG)
 
@@ -200,8 +250,7 @@ def _filter_literal(text: str, at: SourceLocation):
 
 
 # (Not a dict by pattern: a pattern's hash is computed from its whole compiled code each time.)
-_SHAPE_OF_RULE, _SHAPE_OF_LONG_RULE = (rule_shapes.shape_of((regex.groups - _ACTION_GROUPS - 1) // rule_shapes.SLOT_GROUPS)
-                                       for regex in (_RULE, _LONG_RULE))
+_SHAPE_OF_RULE, _SHAPE_OF_LONG_RULE = (rule_shapes.shape_of(slots) for slots in (_SHORT_SLOTS, RULE_SLOTS))
 _SHAPES = (rule_shapes.built(False), rule_shapes.built(True))  # rule_shapes' builders by shape: on several lines, on one
 _UNKNOWN = object()
 
@@ -234,24 +283,46 @@ class _Parser:
         # _RULE fails on a rule of more atoms than its slots only when it has read them all. Where such
         # rules come often, _LONG_RULE is tried first, until _SHORT_RUN rules in a row fit _RULE.
         long_first, short_run = False, 0
+        # The shapes of the last rules read (at most _RECENT, the latest first): their own regexes
+        # are tried first, and a match needs no shape looked up.
+        recent: list[tuple] = []
         while True:
-            self.doubt = False
-            if long_first:
-                m = long_match(text, pos)
-                if m is not None and m.group(_PAST_SHORT_SLOTS) is None:
-                    short_run += 1
-                    long_first = short_run < _SHORT_RUN
-                else:
-                    short_run = 0
+            m = None
+            for i, (match, shape) in enumerate(recent):
+                m = match(text, pos)
+                if m is not None:
+                    if i:
+                        recent.insert(0, recent.pop(i))
+                    rule = self.flat_rule(m, shape, m.groups())
+                    break
             else:
-                m = rule_match(text, pos)
-                if m is None:
+                if long_first:
                     m = long_match(text, pos)
-                    long_first, short_run = m is not None, 0
-            rule = self.flat_rule(m) if m else None
+                    if m is not None and m.group(_PAST_SHORT_SLOTS) is None:
+                        short_run += 1
+                        long_first = short_run < _SHORT_RUN
+                    else:
+                        short_run = 0
+                else:
+                    m = rule_match(text, pos)
+                    if m is None:
+                        m = long_match(text, pos)
+                        long_first, short_run = m is not None, 0
+                rule = None
+                if m is not None:
+                    groups = m.groups()
+                    shape = (_SHAPE_OF_RULE if m.re is _RULE else _SHAPE_OF_LONG_RULE)(groups)
+                    rule = self.flat_rule(m, shape, groups)
+                    if rule is not None:
+                        own = rule_shapes.own_slots(shape)
+                        fixed = _fixed(own)
+                        if fixed is not None:
+                            recent.insert(0, (fixed.match, own))
+                            del recent[_RECENT:]
             if rule is not None:
                 end = m.end()
             else:  # token by token, up to the next ';'
+                self.doubt = False
                 kinds, values, offsets = self.kinds, self.values, self.offsets = [], [], []
                 for t in scan(text, pos):
                     g = t.lastindex
@@ -287,57 +358,32 @@ class _Parser:
             out.rules.append(rule)
             last_start, pos = pos, end
 
-    def flat_rule(self, m: re.Match) -> ast.Rule | None:
-        """The Rule of a _RULE match, or None (and the rule read token by token) if anything in it
-        is doubtful, or its shape has no builder (compiler/rule_shapes.py: its parentheses do not
-        match, it nests deeper than _FLAT_DEPTH). This is the hot loop: the filter is made by its
-        shape's builder, the usual actions here."""
-        groups = m.groups()
-        start = m.start
-        first = start(1)  # the rule's first token (the empty group before the first slot)
+    def flat_rule(self, m: re.Match, shape: tuple, groups: tuple) -> ast.Rule | None:
+        """The Rule of a match of _RULE (or of a _shape_regex) of that shape, made by the shape's
+        builder (compiler/rule_shapes.py); None (and the rule read token by token) if anything in it
+        is doubtful or the shape has no builder (its parentheses do not match, it nests deeper than
+        _FLAT_DEPTH). This is the hot loop."""
+        first = m.start(1)  # the rule's first token (the empty group before the first slot)
         if not self.line_from < first < self.line_to:
             self.seek(first)
         oneline = m.end() <= self.line_to
-        shape = (_SHAPE_OF_RULE if m.re is _RULE else _SHAPE_OF_LONG_RULE)(groups)
         build = _SHAPES[oneline].get(shape, _UNKNOWN)
         if build is _UNKNOWN:
             build = rule_shapes.builder(shape, oneline, _FLAT_DEPTH, MAX_NUMBER_DIGITS)
         if build is None:
             return None
-        path, line, before = self.path, self.line, self.line_from
-        made = build(groups, start, path, line, before, self.loc, _filter_literal)
-        if made is None:
-            return None
-        filt, where = made
-        fwd = m.re.groups - _ACTION_GROUPS
-        ports = groups[fwd]
-        if ports is not None and ports.isdigit() and len(ports) <= MAX_NUMBER_DIGITS:  # fwd(N)
-            at = start(fwd)
-            action = ast.Forward((int(ports),), Location(path, line, at - before) if oneline else self.loc(at))
-        elif groups[fwd + 1] is not None:  # drop
-            at = start(fwd + 2)
-            action = ast.Drop(Location(path, line, at - before) if oneline else self.loc(at))
-        else:
-            action = self.action(m, fwd - 1)
+        return build(m, groups, m.start, self.path, self.line, self.line_from, self.loc, _filter_literal, self.action,
+                     self.more_actions)
+
+    def more_actions(self, m: re.Match, group: int) -> list | None:
+        """The actions in a _RULE match's group of actions after the second, None if one is doubtful."""
+        out = []
+        for a in _ACTION_RE.finditer(self.text, m.start(group), m.end(group)):
+            action = self.action(a)
             if action is None:
                 return None
-        if not groups[fwd + 4]:
-            return ast.Rule(filt, (action,), where)
-        items = [action]  # several actions
-        for a in _ACTION_RE.finditer(self.text, start(fwd + 5), m.end(fwd + 5)):
-            name, args = a.group(4, 5)
-            if name is not None and args.isdigit() and len(args) <= MAX_NUMBER_DIGITS:  # mark(N)
-                at, args_at = a.start(4), a.start(5)
-                action = ast.Call(name, (Number(int(args), False, Location(path, line, args_at - before) if oneline else self.loc(args_at)),),
-                                  Location(path, line, at - before) if oneline else self.loc(at))
-            else:
-                action = self.action(a)
-                if action is None:
-                    return None
-            items.append(action)
-        if len(items) == 2 and type(items[0]) is ast.Forward and type(items[1]) is not ast.Forward:
-            return ast.Rule(filt, (items[0], items[1]), where)  # what merge_actions makes of them
-        return ast.Rule(filt, rule_build.merge_actions(items), where)
+            out.append(action)
+        return out
 
     def action(self, m: re.Match, at: int = 0):
         """The action of an _ACTION_RE match (or of _RULE's first action, its groups after ``at``)."""

@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from operator import itemgetter
 from typing import Callable
 
+from compiler import rule_build
 from compiler import rules as ast
 from compiler.errors import SourceLocation
 
@@ -38,13 +40,37 @@ _COMMENT = re.compile(r"(?:#|//)[^\n]*")
 _OPS = {"==": "==", "=": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}  # else prefix, in any case
 
 Offset = tuple[int, int]  # (group number, characters into the group): where a token starts
-Builder = Callable[..., "tuple[ast.Filter, SourceLocation] | None"]
+Builder = Callable[..., "ast.Rule | None"]
+
+
+def action_groups(slots: int) -> tuple[int, int, int]:
+    """The group numbers (from 1) of the first action's ``fwd``, of the second's, and of the text of
+    any more actions, in a match of _RULE of ``slots`` slots (each action: ``fwd``, its ports,
+    ``drop``, a user action's name, its arguments)."""
+    first = SLOT_GROUPS * slots + 1
+    return first, first + 5, first + 10
+
+
+def slots_of(shape: tuple) -> int:
+    return (len(shape) - 7) // 4
+
+
+def own_slots(shape: tuple) -> tuple:
+    """The shape without the slots the rule leaves empty (the shape of a regex of as many slots as
+    the rule has atoms: compiler/fastparse.py's _shape_regex)."""
+    n = 1
+    while n < slots_of(shape) and shape[4 * n] is not None:
+        n += 1
+    return shape[:4 * n] + shape[-7:]
 
 
 def shape_of(slots: int) -> Callable[[tuple], tuple]:
     """The function from a match's groups (``m.groups()``) to its shape: per slot, the join, the
-    ``not``/``(`` run, the ``true``/``false`` and the ``)`` run."""
-    return itemgetter(*(SLOT_GROUPS * k + i for k in range(slots) for i in (0, 1, 5, 6)))
+    ``not``/``(`` run, the ``true``/``false`` and the ``)`` run; then per action (two) its ``fwd``,
+    ``drop`` and user action's name, and whether more actions follow (an empty group among them)."""
+    first, second, more = action_groups(slots)
+    return itemgetter(*(SLOT_GROUPS * k + i for k in range(slots) for i in (0, 1, 5, 6)),
+                      *(w + i for w in (first, second) for i in (-1, 1, 2)), more)
 
 
 # -- the tree of a shape, at generation time --------------------------------------------------
@@ -83,7 +109,7 @@ def tree(shape: tuple, max_depth: int) -> tuple[_Node, Offset] | None:
     or_start = and_start = first
     opened: list[tuple] = []  # the groups around the innermost one, each with the nots before its '('
     depth = 0
-    for k in range(len(shape) // 4):
+    for k in range(slots_of(shape)):
         join, prefix, truth, closes = shape[4 * k:4 * k + 4]
         if k and join is None:  # no slot k: the rule has k atoms
             break
@@ -133,23 +159,25 @@ def tree(shape: tuple, max_depth: int) -> tuple[_Node, Offset] | None:
 # -- the builder's source ---------------------------------------------------------------------
 
 
-def source(root: _Node, first: Offset, oneline: bool) -> str:
-    """``build(g, s, path, line, before, loc, lit)``: the filter and the rule's location from a
-    match's groups ``g`` and ``start`` method ``s``; locations made as ``loc(offset)`` or, for a
-    rule on one line, directly from its line and the offset of the line's start (``before``).
-    Returns None where a constant is one the grammar must read (``lit`` returns None for it)."""
+def source(shape: tuple, root: _Node, first: Offset, oneline: bool) -> str:
+    """``build(m, g, s, path, line, before, loc, lit, act, more)``: the Rule of a match ``m`` (its
+    groups ``g``, its ``start`` method ``s``); locations made as ``loc(offset)`` or, for a rule on
+    one line, directly from its line and the offset of the line's start (``before``). None where a
+    constant or an action is one the grammar must read: ``lit`` (a constant), ``act`` (an action,
+    after its groups' offset) and ``more`` (the actions after the second) return None for those."""
+    slots = slots_of(shape)
     lines: list[str] = []
     locations: dict[Offset, str] = {}
 
-    def location(at: Offset) -> str:
-        if at not in locations:
-            group, delta = at
-            var = locations[at] = f"l{len(locations)}"
-            if oneline:
-                lines.append(f"{var} = Location(path, line, s({group}) - {f'(before - {delta})' if delta else 'before'})")
-            else:
-                lines.append(f"{var} = loc(s({group}){f' + {delta}' if delta else ''})")
-        return locations[at]
+    def at(offset: str) -> str:
+        return f"Location(path, line, {offset} - before)" if oneline else f"loc({offset})"
+
+    def location(where: Offset) -> str:
+        if where not in locations:
+            group, delta = where
+            var = locations[where] = f"l{len(locations)}"
+            lines.append(f"{var} = {at(f's({group})' + (f' + {delta}' if delta else ''))}")
+        return locations[where]
 
     counter = iter(range(1 << 30))
 
@@ -162,6 +190,7 @@ def source(root: _Node, first: Offset, oneline: bool) -> str:
                 f"t = g[{g + 4}]",
                 f"if t[0] == '\"' and '\\\\' not in t: {v} = String(t[1:-1], {value_at})",
                 f"elif t.isdigit() and len(t) <= MAX_DIGITS: {v} = Number(int(t), False, {value_at})",
+                f"elif t.count('.') == 1 and t[0].isdigit() and len(t) <= MAX_DIGITS: {v} = Number(Decimal(t), False, {value_at})",
                 "else:",
                 f"    {v} = lit(t, {value_at})",
                 f"    if {v} is None: return None",
@@ -178,13 +207,45 @@ def source(root: _Node, first: Offset, oneline: bool) -> str:
             lines.append(f"{n} = {node.kind.capitalize()}(({', '.join(items)},), {location(node.at)})")
         return n
 
-    result = emit(root)
-    lines.append(f"return {result}, {location(first)}")
-    return "def build(g, s, path, line, before, loc, lit):\n" + "".join(f"    {line}\n" for line in lines)
+    def action(j: int, w: int, fwd: str | None, drop: str | None, name: str | None) -> str | None:
+        """The code of action ``j`` (its 'fwd' in group ``w``): fwd(N), drop and name(N) here, others by act."""
+        a = f"a{j}"
+        fallback = ["else:", f"    {a} = act(m, {w - 1})", f"    if {a} is None: return None"]
+        if fwd is not None:
+            lines.extend([f"p = g[{w}]", f"if p.isdigit() and len(p) <= MAX_DIGITS: {a} = Forward((int(p),), {at(f's({w})')})",
+                          *fallback])
+        elif drop is not None:
+            lines.append(f"{a} = Drop({at(f's({w + 2})')})")
+        elif name is not None:
+            lines.extend([f"p = g[{w + 3}]",
+                          f"if p.isdigit() and len(p) <= MAX_DIGITS: "
+                          f"{a} = Call(g[{w + 2}], (Number(int(p), False, {at(f's({w + 4})')}),), {at(f's({w + 3})')})",
+                          *fallback])
+        else:
+            return None
+        return a
+
+    filt = emit(root)
+    first_group, second_group, more_group = action_groups(slots)
+    kinds = shape[4 * slots:4 * slots + 6]
+    made = [action(0, first_group, *kinds[:3]), action(1, second_group, *kinds[3:])]
+    made = [a for a in made if a is not None]
+    if shape[-1] is not None:  # more actions
+        lines.extend([f"rest = more(m, {more_group})", "if rest is None: return None",
+                      f"actions = merge([{', '.join(made)}, *rest])"])
+    elif len(made) == 1:
+        lines.append(f"actions = ({made[0]},)")
+    elif kinds[0] is not None and kinds[3] is None:  # fwd(...) then another kind: what merge makes of them
+        lines.append(f"actions = ({made[0]}, {made[1]})")
+    else:
+        lines.append(f"actions = merge([{', '.join(made)}])")
+    lines.append(f"return Rule({filt}, actions, {location(first)})")
+    return "def build(m, g, s, path, line, before, loc, lit, act, more):\n" + "".join(f"    {line}\n" for line in lines)
 
 
-_NAMESPACE = {"Location": SourceLocation, "String": ast.String, "Number": ast.Number, "Comparison": ast.Comparison,
-              "Field": ast.Field, "Const": ast.Const, "Not": ast.Not, "And": ast.And, "Or": ast.Or, "OPS": _OPS}
+_NAMESPACE = {"Decimal": Decimal, "Location": SourceLocation, "String": ast.String, "Number": ast.Number, "Comparison": ast.Comparison,
+              "Field": ast.Field, "Const": ast.Const, "Not": ast.Not, "And": ast.And, "Or": ast.Or, "OPS": _OPS,
+              "Forward": ast.Forward, "Drop": ast.Drop, "Call": ast.Call, "Rule": ast.Rule, "merge": rule_build.merge_actions}
 
 
 def compile_builder(shape: tuple, oneline: bool, max_depth: int, max_digits: int) -> Builder | None:
@@ -193,7 +254,7 @@ def compile_builder(shape: tuple, oneline: bool, max_depth: int, max_digits: int
     if made is None:
         return None
     namespace = dict(_NAMESPACE, MAX_DIGITS=max_digits)
-    exec(compile(source(*made, oneline), f"<rule shape {len(_BUILT[0]) + len(_BUILT[1])}>", "exec"), namespace)
+    exec(compile(source(shape, *made, oneline), f"<rule shape {len(_BUILT[0]) + len(_BUILT[1])}>", "exec"), namespace)
     return namespace["build"]
 
 

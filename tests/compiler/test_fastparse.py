@@ -10,7 +10,7 @@ import ipaddress
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from compiler import fastparse, lang, rule_shapes
@@ -304,6 +304,92 @@ def test_a_new_shape_in_every_rule_reads_alike(parts: list[tuple[int, str]]) -> 
         atoms = [f"h.f{j} == {i}" for j in range(n + 1)]
         rules.append(" or ".join(atoms[:-1] + [opening + atoms[-1] + ")"]) + f" : fwd({i});")
     assert_same_reading("\n".join(rules))
+
+
+@st.composite
+def rule_and_kin(draw) -> tuple[str, str]:
+    """One rule spelled at random, and a kin: spelled again, or the same text with other numbers."""
+    rule = draw(rule_sets.filter(len).map(lambda rules: rules.rules[0]))
+
+    def spelled() -> str:
+        return _join(draw, _filter(draw, rule.filter) + [":"] + _actions(draw, rule.actions) + [";"])
+
+    first = spelled()
+    how = draw(st.sampled_from(["respell", "renumber", "edit", "edit"]))
+    if how == "respell":
+        return first, spelled()
+    numbers = draw(st.lists(st.integers(0, 300), min_size=1, max_size=4))
+    kin = re.sub(r"[0-9]+", lambda m: str(numbers[m.start() % len(numbers)]), first)
+    if how == "edit":  # one token or blank of the structure written otherwise
+        edits = [(old, new) for old, new in KIN_EDITS if old in kin]
+        if edits:
+            old, new = draw(st.sampled_from(edits))
+            at = [m.start() for m in re.finditer(re.escape(old), kin)]
+            i = draw(st.sampled_from(at))
+            kin = kin[:i] + new + kin[i + len(old):]
+    return first, kin
+
+
+KIN_EDITS = [("and", "AND"), ("and", "&&"), ("AND", "and"), ("&&", "and"), ("or", "OR"), ("or", "||"), ("||", "or"),
+             ("not", "NOT"), ("not", "!"), ("!", "not "), ("==", "="), ("=", "=="), (" ", "  "), (" ", "\n"),
+             ("(", "( "), ("(", "(("), (")", ") "), (")", "))"), ("(", "not ("), ("fwd(", "fwd ("), ("drop", "drop()"),
+             ("drop()", "drop"), (";", ""), ("true", "TRUE"), ("false", "true"), (": ", ":"), (",", ", "),
+             ("fwd(", "mark("), ("drop", "fwd(1)"), (";", ", drop;"), (", ", ";"), ('"', "'"), ("prefix", "PREFIX")]
+
+
+def _general(text: str):
+    return fastparse._RULE.match(text) or fastparse._LONG_RULE.match(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(rule_and_kin())
+def test_a_shapes_own_regex_matches_what_the_usual_rule_matches(pair: tuple[str, str]) -> None:
+    """_shape_regex(shape of A) matches B only where _RULE matches B with that same shape, with the
+    same groups at the same places: then the shape's builder makes of it what it makes of _RULE's."""
+    a, b = pair
+    ma = _general(a)
+    if ma is None:
+        return
+    shape = rule_shapes.own_slots(fastparse._SHAPE_OF_RULE(ma.groups()) if ma.re is fastparse._RULE
+                                  else fastparse._SHAPE_OF_LONG_RULE(ma.groups()))
+    fixed = fastparse._shape_regex(shape).match(b)
+    event("the kin has the shape" if fixed else "the kin has another shape")
+    if fixed is None:
+        return
+    general = _general(b)
+    assert general is not None and general.end() == fixed.end()
+    general_shape = (fastparse._SHAPE_OF_RULE if general.re is fastparse._RULE else fastparse._SHAPE_OF_LONG_RULE)(general.groups())
+    assert rule_shapes.own_slots(general_shape) == shape
+    slots = rule_shapes.slots_of(shape)
+    actions = rule_shapes.action_groups(slots)[0]
+    general_actions = rule_shapes.action_groups(rule_shapes.slots_of(general_shape))[0]
+    pairs = [(g, g) for g in range(1, actions)] + [(actions + i, general_actions + i) for i in range(12)]
+    for mine, theirs in pairs:
+        if shape[-1] is None and mine == actions + 10:
+            continue  # no more actions: the group of their text is '' in _RULE, None here
+        assert fixed.span(mine) == general.span(theirs), (mine, theirs)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(rule_and_kin(), min_size=1, max_size=6))
+def test_rules_of_a_few_shapes_read_alike(pairs: list[tuple[str, str]]) -> None:
+    """Each rule, then its kin (read by the first's own regex where their shapes agree), in turn."""
+    text = "\n".join(f"{a}\n{b}\n{a}" for a, b in pairs)
+    assert_same_reading(text)
+
+
+def test_a_file_of_one_shape_is_read_by_the_shapes_own_regex(monkeypatch) -> None:
+    read_by = []
+    plain = fastparse._Parser.flat_rule
+
+    def spy(self, m, shape, groups):
+        read_by.append(m.re in (fastparse._RULE, fastparse._LONG_RULE))
+        return plain(self, m, shape, groups)
+
+    monkeypatch.setattr(fastparse._Parser, "flat_rule", spy)
+    text = "".join(f'(h.a == {i} or h.b < {i}) and not h.s prefix "x{i}" : fwd({i}), mark({i});\n' for i in range(100))
+    assert_same_reading(text)
+    assert read_by.count(True) == 1 and read_by.count(False) == 99
 
 
 def test_an_error_deep_in_a_large_file_is_reported_from_there() -> None:
