@@ -100,18 +100,47 @@ assert len(_KIND) == _SCANNER.groups + 1
 RULE_SLOTS = 16  # comparisons (or true/false) in a rule read by one match
 _W = rf"{WS_RE}*+"
 _S = rf"{WS_RE}*+(?:(?:#|//)[^\n]*+{WS_RE}*+)*+"  # _SKIP, quicker where there is no comment
-_LIT = rf"(?>{_plain(STRING_RE)}|{_plain(ADDRESS_RE)}(?:{_W}/{_W}[0-9]++)?|{IPV4_RE}(?:{_W}/{_W}[0-9]++)?|{HEX_RE}|{DECIMAL_RE}|{INT_RE}|{NAME_RE})"
+_CONSTANT = rf"(?>{_plain(STRING_RE)}|{_plain(ADDRESS_RE)}(?:{_W}/{_W}[0-9]++)?|{IPV4_RE}(?:{_W}/{_W}[0-9]++)?|{HEX_RE}|{DECIMAL_RE}|{INT_RE})"
+_LIT = rf"(?>{_CONSTANT}|{NAME_RE})"  # a constant, or a bare word
 _ARG = rf"(?>{_plain(ADDRESS_RE)}|{IPV4_RE}|{HEX_RE}|{DECIMAL_RE}|{INT_RE})"
 _PORT = rf"(?>{HEX_RE}|{INT_RE})"
 _AND_KW = r"(?i:and)\b|&&|\^|∧"
 _OR_KW = r"(?i:or)\b|\|\||∨"
 
 
-def _slots(n: int, join: str = "") -> str:
-    slot = (rf"{join}((?:(?=[!¬(nN])(?:!|¬|(?i:not)\b|\(){_S})*+)"
-            rf"(?:(?!{_KWORD})((?>{_plain(DOTTED_RE)})){_S}(==|!=|<=|>=|<|>|=|(?i:prefix)\b){_S}({_LIT})"
-            rf"|((?i:true|false)(?![A-Za-z0-9_.])))((?:{_S}\))*+)")
-    return slot + (rf"(?:{_S}{_slots(n - 1, rf'({_AND_KW}|{_OR_KW}){_S}')})?" if n > 1 else "")
+_OP = r"(==|!=|<=|>=|<|>|=|(?i:prefix)\b)"
+_FIELD = rf"(?!{_KWORD})((?>{_plain(DOTTED_RE)}))"
+_NO_GROUP = "(){0}"  # a group that never takes part: its value is None, as an unused alternative's
+# Where a filter starts, a keyword is not a name (lark's contextual lexer): such rules are read token by token.
+_NOT_KEYWORD = r"(?!(?i:not|true|false|and|or|prefix)(?![A-Za-z0-9_]))"
+
+
+def _operand(left: bool, kind: str | None = None) -> str:
+    """An operand of _OPERAND_RULE: five groups (a constant, a field, an aggregate's function and
+    argument, a bare name), one taking part; ``kind`` (rule_shapes' "lit", "field", "agg", "var")
+    holds it to one."""
+    guard = _NOT_KEYWORD if left else ""
+    forms = {"lit": (f"({_CONSTANT})", 0, 4), "field": (_FIELD, 1, 3),
+             "agg": (rf"{guard}((?>{NAME_RE})){_S}\({_S}((?>{_plain(DOTTED_RE)}|{NAME_RE})){_S}\)", 2, 1),
+             "var": (rf"{guard}((?>{NAME_RE}))(?!{_S}\()", 4, 0)}
+    if kind is None:
+        return "(?:" + "|".join(form for form, _, _ in forms.values()) + ")"
+    form, before, after = forms[kind]
+    return _NO_GROUP * before + form + _NO_GROUP * after
+
+
+_PREFIX = rf"((?:(?=[!¬(nN])(?:!|¬|(?i:not)\b|\(){_S})*+)"
+_TRUTH = r"((?i:true|false)(?![A-Za-z0-9_.]))"
+_CLOSES = rf"((?:{_S}\))*+)"
+_ATOMS = {  # the atom of a slot (all but its join, prefix and closes), by layout
+    "usual": rf"(?:{_FIELD}{_S}{_OP}{_S}({_LIT})|{_TRUTH})",
+    "operands": rf"(?:{_operand(True)}{_S}{_OP}{_S}{_operand(False)}|{_TRUTH})",
+}
+
+
+def _slots(n: int, atom: str, join: str = "") -> str:
+    slot = rf"{join}{_PREFIX}{atom}{_CLOSES}"
+    return slot + (rf"(?:{_S}{_slots(n - 1, atom, rf'({_AND_KW}|{_OR_KW}){_S}')})?" if n > 1 else "")
 
 
 def _action(capture: bool) -> str:
@@ -120,10 +149,10 @@ def _action(capture: bool) -> str:
             rf"|(?!(?:fwd|drop)(?![A-Za-z0-9_])){g}(?>{NAME_RE})){_W}\({_W}{g}(?:{_ARG}(?:{_W},{_W}{_ARG})*+)?){_W}\)")
 
 
-def _rule(slots: int) -> re.Pattern:
+def _rule(slots: int, atom: str = _ATOMS["usual"]) -> re.Pattern:
     """After the slots: the first action's groups, the second's, then the text of any more (and an
     empty group inside it, so that whether there are more is in compiler/rule_shapes's shape)."""
-    return re.compile(rf"{_SKIP}(){_slots(slots)}{_S}:{_S}(?:{_action(True)})(?:{_W},{_W}(?:{_action(True)}))?"
+    return re.compile(rf"{_SKIP}(){_slots(slots, atom)}{_S}:{_S}(?:{_action(True)})(?:{_W},{_W}(?:{_action(True)}))?"
                       rf"((?:{_W},{_W}(){_action(False)})*+){_W}(?:;|\Z)")
 
 
@@ -131,17 +160,17 @@ def _rule(slots: int) -> re.Pattern:
 # regex of fewer slots matches faster and has fewer groups to hand over.
 _SHORT_SLOTS = 8
 _RULE, _LONG_RULE = _rule(_SHORT_SLOTS), _rule(RULE_SLOTS)
-_PAST_SHORT_SLOTS = rule_shapes.SLOT_GROUPS * _SHORT_SLOTS + 1  # in a _LONG_RULE match, the group of the join before atom _SHORT_SLOTS + 1
+_PAST_SHORT_SLOTS = rule_shapes.USUAL.group(_SHORT_SLOTS, "join")  # in a _LONG_RULE match, the join before atom _SHORT_SLOTS + 1
+# Then rules whose comparisons have any operands (rule_shapes.OPERANDS): a constant on the left, state
+# variables and aggregates (`count(x) > 5`, `v == GOOGL`), a bare word facing a field.
+_OPERAND_RULE = _rule(_SHORT_SLOTS, _ATOMS["operands"])
 _SHORT_RUN = 8
-_RECENT = 4
+_RECENT = 6
 _ACTION_GROUPS = 5  # an action's: 'fwd', its ports, 'drop', an action's name, its arguments
 _ACTION_RE = re.compile(_action(True))
 # How deep flat_rule lets parentheses and negations nest (lark's tree grows by about 2 per '(' and 1 per
 # 'not'); deeper rules are read token by token, which stops where lark's limit (MAX_NESTING) is near.
 _FLAT_DEPTH = 60
-_NO_GROUP = "(){0}"  # a group that never takes part: its value is None, as an unused alternative's
-
-
 def _fixed_action(fwd: str | None, drop: str | None, name: str | None) -> str:
     """_action(True) held to one kind (its five groups kept, the others never taking part)."""
     if fwd is not None:
@@ -151,40 +180,46 @@ def _fixed_action(fwd: str | None, drop: str | None, name: str | None) -> str:
     return rf"{_NO_GROUP * 3}({re.escape(name)}){_W}\({_W}((?:{_ARG}(?:{_W},{_W}{_ARG})*+)?){_W}\)"
 
 
-def _shape_regex(shape: tuple) -> re.Pattern:
+def _shape_regex(layout: rule_shapes.Layout, shape: tuple) -> re.Pattern:
     """The usual rule held to one shape (compiler/rule_shapes.py: its joins, its not/'(' runs as
-    written, its true/false, its ')' runs, its actions' kinds): _RULE's slots, as many as the shape
-    has, with those texts fixed; the groups numbered as in _RULE. A match is one _RULE would make,
-    with this shape, and its shape's builder reads it without looking the shape up. Where the rules
-    of a file have a few shapes, trying theirs first is about a third quicker than _RULE."""
+    written, its true/false, its operands' kinds, its ')' runs, its actions' kinds): the slots of
+    _RULE (or _OPERAND_RULE, by ``layout``), as many as the shape has, with those texts fixed;
+    the groups numbered alike. A match is one the layout's regex would make, with this shape, and
+    its shape's builder reads it without looking the shape up. Where the rules of a file have a few
+    shapes, trying theirs first is about a third quicker than _RULE."""
     parts = [_SKIP, "()"]
-    for k in range(rule_shapes.slots_of(shape)):
-        join, prefix, truth, closes = shape[4 * k:4 * k + 4]
+    per_slot = layout.per_slot
+    slots = layout.slots(shape)
+    for k in range(slots):
+        join, prefix, truth, closes = shape[per_slot * k:per_slot * k + 4]
         if k:
             boundary = r"\b" if join[-1].isalpha() else ""
             parts.append(rf"{_S}({re.escape(join)}){boundary}{_S}")
         parts.append(f"({re.escape(prefix)})" + ("(?![A-Za-z0-9_])" if prefix[-1:].isalpha() else ""))
-        if truth is None:
-            parts.append(rf"(?!{_KWORD})((?>{_plain(DOTTED_RE)})){_S}(==|!=|<=|>=|<|>|=|(?i:prefix)\b){_S}({_LIT}){_NO_GROUP}")
+        if truth is not None:
+            parts.append(_NO_GROUP * (layout.roles["truth"] - 3) + rf"({re.escape(truth)})(?![A-Za-z0-9_.])")
+        elif layout is rule_shapes.USUAL:
+            parts.append(rf"{_FIELD}{_S}{_OP}{_S}({_LIT}){_NO_GROUP}")
         else:
-            parts.append(rf"{_NO_GROUP * 3}({re.escape(truth)})(?![A-Za-z0-9_.])")
+            left, right = layout.operands(shape, k)
+            parts.append(rf"{_operand(True, left)}{_S}{_OP}{_S}{_operand(False, right)}{_NO_GROUP}")
         parts.append(f"({re.escape(closes)})")
-    slots = rule_shapes.slots_of(shape)
-    kinds = shape[4 * slots:4 * slots + 6]
+    kinds = shape[-7:-1]
     parts.append(rf"{_S}:{_S}{_fixed_action(*kinds[:3])}")
     parts.append(rf"{_W},{_W}{_fixed_action(*kinds[3:])}" if any(k is not None for k in kinds[3:]) else _NO_GROUP * 5)
     parts.append(rf"((?:{_W},{_W}(){_action(False)})++)" if shape[-1] is not None else _NO_GROUP * 2)
     return re.compile("".join(parts) + rf"{_W}(?:;|\Z)")
 
 
-_FIXED: dict[tuple, "re.Pattern | None"] = {}  # shape (its slots only) -> _shape_regex
+_FIXED: dict[tuple, "re.Pattern | None"] = {}  # (layout, shape with its slots only) -> _shape_regex
 
 
-def _fixed(shape: tuple) -> re.Pattern | None:
+def _fixed(layout: rule_shapes.Layout, shape: tuple) -> re.Pattern | None:
     """_shape_regex of a shape given with its slots only, compiled once (None past MAX_SHAPES)."""
-    if shape not in _FIXED:
-        _FIXED[shape] = _shape_regex(shape) if len(_FIXED) < rule_shapes.MAX_SHAPES else None
-    return _FIXED[shape]
+    key = (layout, shape)
+    if key not in _FIXED:
+        _FIXED[key] = _shape_regex(layout, shape) if len(_FIXED) < rule_shapes.MAX_SHAPES else None
+    return _FIXED[key]
 _PORT_RE = re.compile(_PORT)
 _ARG_RE = re.compile(_ARG)
 
@@ -251,7 +286,6 @@ def _filter_literal(text: str, at: SourceLocation):
 
 # (Not a dict by pattern: a pattern's hash is computed from its whole compiled code each time.)
 _SHAPE_OF_RULE, _SHAPE_OF_LONG_RULE = (rule_shapes.shape_of(slots) for slots in (_SHORT_SLOTS, RULE_SLOTS))
-_SHAPES = (rule_shapes.built(False), rule_shapes.built(True))  # rule_shapes' builders by shape: on several lines, on one
 _UNKNOWN = object()
 
 
@@ -277,7 +311,8 @@ class _Parser:
     def run(self) -> Parsed:
         out = Parsed()
         text, size = self.text, len(self.text)
-        rule_match, long_match, scan, kind_of = _RULE.match, _LONG_RULE.match, _SCANNER.finditer, _KIND
+        rule_match, long_match, operand_match = _RULE.match, _LONG_RULE.match, _OPERAND_RULE.match
+        scan, kind_of = _SCANNER.finditer, _KIND
         pos = 0
         last_start = 0  # where the last rule read starts (the end of the one before)
         # _RULE fails on a rule of more atoms than its slots only when it has read them all. Where such
@@ -288,12 +323,12 @@ class _Parser:
         recent: list[tuple] = []
         while True:
             m = None
-            for i, (match, shape) in enumerate(recent):
+            for i, (match, layout, shape) in enumerate(recent):
                 m = match(text, pos)
                 if m is not None:
                     if i:
                         recent.insert(0, recent.pop(i))
-                    rule = self.flat_rule(m, shape, m.groups())
+                    rule = self.flat_rule(m, layout, shape, m.groups())
                     break
             else:
                 if long_first:
@@ -312,13 +347,19 @@ class _Parser:
                 if m is not None:
                     groups = m.groups()
                     shape = (_SHAPE_OF_RULE if m.re is _RULE else _SHAPE_OF_LONG_RULE)(groups)
-                    rule = self.flat_rule(m, shape, groups)
-                    if rule is not None:
-                        own = rule_shapes.own_slots(shape)
-                        fixed = _fixed(own)
-                        if fixed is not None:
-                            recent.insert(0, (fixed.match, own))
-                            del recent[_RECENT:]
+                    rule = self.flat_rule(m, rule_shapes.USUAL, shape, groups)
+                    layout, own = rule_shapes.USUAL, rule_shapes.own_slots(shape)
+                    fixed = _fixed(layout, own) if rule is not None else None
+                else:  # other operands: read by the shape's own regex at once
+                    m = operand_match(text, pos)
+                    if m is not None:
+                        layout, own = rule_shapes.OPERANDS, rule_shapes.operands_shape(m.groups(), _SHORT_SLOTS)
+                        fixed = _fixed(layout, own)
+                        m = fixed.match(text, pos) if fixed is not None else None
+                        rule = self.flat_rule(m, layout, own, m.groups()) if m is not None else None
+                if rule is not None and fixed is not None:
+                    recent.insert(0, (fixed.match, layout, own))
+                    del recent[_RECENT:]
             if rule is not None:
                 end = m.end()
             else:  # token by token, up to the next ';'
@@ -358,18 +399,19 @@ class _Parser:
             out.rules.append(rule)
             last_start, pos = pos, end
 
-    def flat_rule(self, m: re.Match, shape: tuple, groups: tuple) -> ast.Rule | None:
-        """The Rule of a match of _RULE (or of a _shape_regex) of that shape, made by the shape's
-        builder (compiler/rule_shapes.py); None (and the rule read token by token) if anything in it
-        is doubtful or the shape has no builder (its parentheses do not match, it nests deeper than
-        _FLAT_DEPTH). This is the hot loop."""
+    def flat_rule(self, m: re.Match, layout: rule_shapes.Layout, shape: tuple, groups: tuple) -> ast.Rule | None:
+        """The Rule of a match (of _RULE, or of a _shape_regex) of that shape, its groups laid out
+        as ``layout`` says, made by the shape's builder (compiler/rule_shapes.py); None (and the
+        rule read token by token) if anything in it is doubtful or the shape has no builder (its
+        parentheses do not match, it nests deeper than _FLAT_DEPTH, it compares two constants or two
+        attributes). This is the hot loop."""
         first = m.start(1)  # the rule's first token (the empty group before the first slot)
         if not self.line_from < first < self.line_to:
             self.seek(first)
         oneline = m.end() <= self.line_to
-        build = _SHAPES[oneline].get(shape, _UNKNOWN)
+        build = layout.tables[oneline].get(shape, _UNKNOWN)
         if build is _UNKNOWN:
-            build = rule_shapes.builder(shape, oneline, _FLAT_DEPTH, MAX_NUMBER_DIGITS)
+            build = rule_shapes.builder(layout, shape, oneline, _FLAT_DEPTH, MAX_NUMBER_DIGITS)
         if build is None:
             return None
         return build(m, groups, m.start, self.path, self.line, self.line_from, self.loc, _filter_literal, self.action,

@@ -287,12 +287,11 @@ def test_parentheses_negations_constants_and_comments_take_one_match(text: str, 
 def test_rules_past_the_known_shapes_read_alike(monkeypatch) -> None:
     """Once rule_shapes knows MAX_SHAPES shapes, rules of a new shape are read token by token, into the
     same AST; a known shape keeps its builder."""
-    monkeypatch.setattr(rule_shapes, "_BUILT", ({}, {}))
-    monkeypatch.setattr(fastparse, "_SHAPES", rule_shapes._BUILT)
-    monkeypatch.setattr(rule_shapes, "MAX_SHAPES", 2)
-    text = "".join(ONE_MATCH) + "\n" + "".join(ONE_MATCH)
+    known = rule_shapes.known()
+    monkeypatch.setattr(rule_shapes, "MAX_SHAPES", known + 2)
+    text = "".join(f"h.new{i} == 1 {'or h.b == 2 ' * i}: fwd(1);\n" * 2 for i in range(12, 16))
     assert_same_reading(text)
-    assert sum(map(len, rule_shapes._BUILT)) == 2
+    assert rule_shapes.known() == known + 2
 
 
 @settings(max_examples=50, deadline=None)
@@ -337,36 +336,50 @@ KIN_EDITS = [("and", "AND"), ("and", "&&"), ("AND", "and"), ("&&", "and"), ("or"
              ("fwd(", "mark("), ("drop", "fwd(1)"), (";", ", drop;"), (", ", ";"), ('"', "'"), ("prefix", "PREFIX")]
 
 
-def _general(text: str):
-    return fastparse._RULE.match(text) or fastparse._LONG_RULE.match(text)
+def _general(layout: rule_shapes.Layout, text: str) -> tuple:
+    """The match of the layout's own general regex and its shape (with only the slots the rule
+    fills), or (None, None)."""
+    if layout is rule_shapes.USUAL:
+        m = fastparse._RULE.match(text) or fastparse._LONG_RULE.match(text)
+        if m is None:
+            return None, None
+        of = fastparse._SHAPE_OF_RULE if m.re is fastparse._RULE else fastparse._SHAPE_OF_LONG_RULE
+        return m, rule_shapes.own_slots(of(m.groups()))
+    m = fastparse._OPERAND_RULE.match(text)
+    return (m, rule_shapes.operands_shape(m.groups(), fastparse._SHORT_SLOTS)) if m else (None, None)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=2500, deadline=None)
 @given(rule_and_kin())
-def test_a_shapes_own_regex_matches_what_the_usual_rule_matches(pair: tuple[str, str]) -> None:
-    """_shape_regex(shape of A) matches B only where _RULE matches B with that same shape, with the
-    same groups at the same places: then the shape's builder makes of it what it makes of _RULE's."""
-    a, b = pair
-    ma = _general(a)
+def test_a_shapes_own_regex_matches_what_the_general_one_matches(pair: tuple[str, str]) -> None:
+    """_shape_regex(shape of A) matches A, and matches B only where the layout's general regex
+    (_RULE, or _OPERAND_RULE) matches B with that same shape and the same groups at the same
+    places: then the shape's builder makes of it what it makes of the general match."""
+    for layout in (rule_shapes.USUAL, rule_shapes.OPERANDS):
+        _own_regex_against_general(layout, *pair)
+
+
+def _own_regex_against_general(layout: rule_shapes.Layout, a: str, b: str) -> None:
+    ma, shape = _general(layout, a)
     if ma is None:
         return
-    shape = rule_shapes.own_slots(fastparse._SHAPE_OF_RULE(ma.groups()) if ma.re is fastparse._RULE
-                                  else fastparse._SHAPE_OF_LONG_RULE(ma.groups()))
-    fixed = fastparse._shape_regex(shape).match(b)
-    event("the kin has the shape" if fixed else "the kin has another shape")
+    regex = fastparse._shape_regex(layout, shape)
+    mine = regex.match(a)
+    assert mine is not None and mine.end() == ma.end()
+    fixed = regex.match(b)
+    event(f"{'usual' if layout is rule_shapes.USUAL else 'operands'}: the kin has {'the' if fixed else 'another'} shape")
     if fixed is None:
         return
-    general = _general(b)
+    general, general_shape = _general(layout, b)
     assert general is not None and general.end() == fixed.end()
-    general_shape = (fastparse._SHAPE_OF_RULE if general.re is fastparse._RULE else fastparse._SHAPE_OF_LONG_RULE)(general.groups())
-    assert rule_shapes.own_slots(general_shape) == shape
-    slots = rule_shapes.slots_of(shape)
-    actions = rule_shapes.action_groups(slots)[0]
-    general_actions = rule_shapes.action_groups(rule_shapes.slots_of(general_shape))[0]
+    assert general_shape == shape
+    slots = layout.slots(shape)
+    actions = rule_shapes.action_groups(layout, slots)[0]
+    general_actions = rule_shapes.action_groups(layout, (general.re.groups - 11) // layout.slot_groups)[0]
     pairs = [(g, g) for g in range(1, actions)] + [(actions + i, general_actions + i) for i in range(12)]
     for mine, theirs in pairs:
         if shape[-1] is None and mine == actions + 10:
-            continue  # no more actions: the group of their text is '' in _RULE, None here
+            continue  # no more actions: the group of their text is '' in the general regex, None here
         assert fixed.span(mine) == general.span(theirs), (mine, theirs)
 
 
@@ -382,14 +395,18 @@ def test_a_file_of_one_shape_is_read_by_the_shapes_own_regex(monkeypatch) -> Non
     read_by = []
     plain = fastparse._Parser.flat_rule
 
-    def spy(self, m, shape, groups):
+    def spy(self, m, layout, shape, groups):
         read_by.append(m.re in (fastparse._RULE, fastparse._LONG_RULE))
-        return plain(self, m, shape, groups)
+        return plain(self, m, layout, shape, groups)
 
     monkeypatch.setattr(fastparse._Parser, "flat_rule", spy)
     text = "".join(f'(h.a == {i} or h.b < {i}) and not h.s prefix "x{i}" : fwd({i}), mark({i});\n' for i in range(100))
     assert_same_reading(text)
     assert read_by.count(True) == 1 and read_by.count(False) == 99
+    read_by.clear()  # other operands: the general regex's match is read again by the shape's own at once
+    text = "".join(f"count(flow) > {i} and {i} < h.p and v == GOOGL : fwd({i});\n" for i in range(100))
+    assert_same_reading(text)
+    assert read_by == [False] * 100
 
 
 def test_an_error_deep_in_a_large_file_is_reported_from_there() -> None:
