@@ -97,12 +97,13 @@ assert len(_KIND) == _SCANNER.groups + 1
 # atomic group tried in lark's order, so a shorter reading of a token is never taken to make the
 # rest fit. The parentheses are matched by flat_rule, not by the regex. Anything else is read token
 # by token.
-RULE_SLOTS = 16  # comparisons (or true/false) in a rule read by one match
+RULE_SLOTS = 64  # comparisons (or true/false) in a rule read by one match
 _W = rf"{WS_RE}*+"
 _S = rf"{WS_RE}*+(?:(?:#|//)[^\n]*+{WS_RE}*+)*+"  # _SKIP, quicker where there is no comment
 _CONSTANT = rf"(?>{_plain(STRING_RE)}|{_plain(ADDRESS_RE)}(?:{_W}/{_W}[0-9]++)?|{IPV4_RE}(?:{_W}/{_W}[0-9]++)?|{HEX_RE}|{DECIMAL_RE}|{INT_RE})"
 _LIT = rf"(?>{_CONSTANT}|{NAME_RE})"  # a constant, or a bare word
-_ARG = rf"(?>{_plain(ADDRESS_RE)}|{IPV4_RE}|{HEX_RE}|{DECIMAL_RE}|{INT_RE})"
+_ARG = (rf"(?>{_plain(STRING_RE)}|{_plain(ADDRESS_RE)}|{IPV4_RE}|{HEX_RE}|{DECIMAL_RE}|{INT_RE}|{_plain(DOTTED_RE)}"
+        rf"|{NAME_RE}{_W}\({_W}(?>{_plain(DOTTED_RE)}|{NAME_RE}){_W}\)|{NAME_RE})")  # an action's argument: any operand
 _PORT = rf"(?>{HEX_RE}|{INT_RE})"
 _AND_KW = r"(?i:and)\b|&&|\^|∧"
 _OR_KW = r"(?i:or)\b|\|\||∨"
@@ -159,7 +160,20 @@ def _rule(slots: int, atom: str = _ATOMS["usual"]) -> re.Pattern:
 # The usual rule, then (tried when the first does not match) one of up to RULE_SLOTS atoms: a
 # regex of fewer slots matches faster and has fewer groups to hand over.
 _SHORT_SLOTS = 8
-_RULE, _LONG_RULE = _rule(_SHORT_SLOTS), _rule(RULE_SLOTS)
+_RULE = _rule(_SHORT_SLOTS)
+_LONG_RULE: re.Pattern | None = None  # _rule(RULE_SLOTS), compiled when first needed (it takes 70 ms)
+
+
+def _long_rule() -> re.Pattern:
+    global _LONG_RULE
+    if _LONG_RULE is None:
+        _LONG_RULE = _rule(RULE_SLOTS)
+    return _LONG_RULE
+
+
+def _long_match(text: str, pos: int) -> re.Match | None:
+    return _long_rule().match(text, pos)
+
 _PAST_SHORT_SLOTS = rule_shapes.USUAL.group(_SHORT_SLOTS, "join")  # in a _LONG_RULE match, the join before atom _SHORT_SLOTS + 1
 # Then rules whose comparisons have any operands (rule_shapes.OPERANDS): a constant on the left, state
 # variables and aggregates (`count(x) > 5`, `v == GOOGL`), a bare word facing a field.
@@ -222,6 +236,7 @@ def _fixed(layout: rule_shapes.Layout, shape: tuple) -> re.Pattern | None:
     return _FIXED[key]
 _PORT_RE = re.compile(_PORT)
 _ARG_RE = re.compile(_ARG)
+_AGGREGATE_RE = re.compile(rf"({NAME_RE}){_W}\({_W}((?>{_plain(DOTTED_RE)}|{NAME_RE})){_W}\)")
 
 
 # Keywords are case-insensitive and whole words (the scanner's WORD stops at the word's end).
@@ -311,7 +326,7 @@ class _Parser:
     def run(self) -> Parsed:
         out = Parsed()
         text, size = self.text, len(self.text)
-        rule_match, long_match, operand_match = _RULE.match, _LONG_RULE.match, _OPERAND_RULE.match
+        rule_match, long_match, operand_match = _RULE.match, _long_match, _OPERAND_RULE.match
         scan, kind_of = _SCANNER.finditer, _KIND
         pos = 0
         last_start = 0  # where the last rule read starts (the end of the one before)
@@ -446,11 +461,27 @@ class _Parser:
             return ast.Drop(loc(m.start(at + 3)))
         values = []
         for a in _ARG_RE.finditer(self.text, m.start(at + 5), m.end(at + 5)):
-            value = literal(a.group(), loc(a.start()))
+            text = a.group()
+            if text[0] == '"' or ":" in text or not (text[0].isalpha() or text[0] == "_"):
+                value = literal(text, loc(a.start()))
+            else:
+                value = self.argument(text, a.start())
             if value is None:
                 return None
             values.append(value)
         return ast.Call(name, tuple(values), loc(m.start(at + 4)))
+
+    def argument(self, text: str, at: int):
+        """An attribute as an action's argument: a field, a state variable, an aggregate (None if
+        its function is not one)."""
+        if "(" not in text:
+            return (ast.Field if "." in text else ast.StateVar)(text, self.loc(at))
+        agg = _AGGREGATE_RE.match(text)
+        function, arg = agg.group(1, 2)
+        if function.lower() not in ast.AGGREGATES:
+            return None
+        argument = (ast.Field if "." in arg else ast.StateVar)(arg, self.loc(at + agg.start(2)))
+        return ast.Aggregate(function.lower(), argument, self.loc(at))
 
     # -- helpers ----------------------------------------------------------------------------
     def loc(self, offset: int) -> SourceLocation:

@@ -340,7 +340,7 @@ def _general(layout: rule_shapes.Layout, text: str) -> tuple:
     """The match of the layout's own general regex and its shape (with only the slots the rule
     fills), or (None, None)."""
     if layout is rule_shapes.USUAL:
-        m = fastparse._RULE.match(text) or fastparse._LONG_RULE.match(text)
+        m = fastparse._RULE.match(text) or fastparse._long_rule().match(text)
         if m is None:
             return None, None
         of = fastparse._SHAPE_OF_RULE if m.re is fastparse._RULE else fastparse._SHAPE_OF_LONG_RULE
@@ -396,7 +396,7 @@ def test_a_file_of_one_shape_is_read_by_the_shapes_own_regex(monkeypatch) -> Non
     plain = fastparse._Parser.flat_rule
 
     def spy(self, m, layout, shape, groups):
-        read_by.append(m.re in (fastparse._RULE, fastparse._LONG_RULE))
+        read_by.append(m.re in (fastparse._RULE, fastparse._long_rule()))
         return plain(self, m, layout, shape, groups)
 
     monkeypatch.setattr(fastparse._Parser, "flat_rule", spy)
