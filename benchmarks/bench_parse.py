@@ -43,7 +43,7 @@ def p4sub_syntax(n: int, rng: random.Random, constraints: int = 2) -> str:
 
 
 def p4sub_five(n: int, rng: random.Random) -> str:
-    """The same with all 5 ITCH constraints: the cost grows with the comparisons (reported only)."""
+    """The same with all 5 ITCH constraints: the cost grows with the comparisons."""
     return p4sub_syntax(n, rng, 5)
 
 
@@ -108,7 +108,7 @@ def user_actions(n: int, rng: random.Random) -> str:
 
 
 def general(n: int, rng: random.Random) -> str:
-    """`or`, parentheses, `not (...)`, several actions (reported only)."""
+    """`or`, parentheses, `not (...)`, several actions."""
     out = []
     for i in range(n):
         out.append(f'(h.a == {rng.randint(0, 999)} or h.b < {rng.randint(0, 999)}) and not (h.s prefix "ab" or h.c = 1)'
@@ -118,7 +118,7 @@ def general(n: int, rng: random.Random) -> str:
 
 def shapes(n: int, rng: random.Random) -> str:
     """The other shapes once read token by token, in turn: `true`/`false`, a comment inside the rule
-    (over two lines), 10 comparisons, `not not (...)` (reported only)."""
+    (over two lines), 10 comparisons, `not not (...)`."""
     out = []
     for i in range(n):
         a, b = rng.randint(0, 999), rng.randint(0, 999)

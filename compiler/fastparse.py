@@ -14,15 +14,19 @@ that words errors. Instead it says, rule by rule, what it could not vouch for:
   *stops* it: lark reads from the rule before onwards, so that its parser is in the state it would
   be in after the whole prefix and reports the same error at the same place.
 
-Two ways of reading a rule. The usual one (up to 16 comparisons with any constant or
-``true``/``false``, joined by ``and``/``or``, with any ``not`` and parentheses, blanks and comments
-between tokens, then actions) is one match of ``_RULE`` (or ``_LONG_RULE``), and ``flat_rule``
-builds its AST from the match's groups, matching the parentheses with a stack: that is what makes
-100,000 rules a second. Any other (state variables and aggregates, constants on the left, strings
-as action arguments, comments inside a constant or the actions) is read token by token: a scanner of the grammar's
-terminals (the same regular expressions, in lark's priority order, with no parser state) and a
-recursive descent; the few places where lark's contextual lexer decides by state (a keyword or a
-name, ``fwd``/``drop`` or a user action) are decided by the parser, which knows its state.
+Two ways of reading a rule. The usual one (up to 64 comparisons ``operand OP operand``, each
+operand a constant, a field, a state variable or an aggregate, or ``true``/``false``, joined by
+``and``/``or``, with any ``not`` and parentheses, blanks and comments between tokens, then actions
+with any arguments) is one regular-expression match, and the shape's builder (compiler/
+rule_shapes.py: code compiled once per shape of rule) makes its Rule from the match's groups: that
+is what makes 100,000 rules a second. The match is first tried with the own regexes of the shapes
+of the last rules read (``_shape_regex``: the shape's texts fixed), then with ``_RULE`` (a field
+against a constant, 8 atoms), ``_LONG_RULE`` (64) and ``_OPERAND_RULE`` (any operands, 8). Any
+other rule (more atoms, comments inside a constant or among the actions) is read token by token: a
+scanner of the grammar's terminals (the same regular expressions, in lark's priority order, with no
+parser state) and a recursive descent; the few places where lark's contextual lexer decides by
+state (a keyword or a name, ``fwd``/``drop`` or a user action) are decided by the parser, which
+knows its state.
 ``tests/compiler/test_fastparse.py`` holds the two parsers to the same ASTs, locations and errors.
 """
 
@@ -89,14 +93,13 @@ for _regex, _kind in _ALTERNATIVES:
     _KIND.extend([0] * re.compile(_regex).groups)
 assert len(_KIND) == _SCANNER.groups + 1
 
-# The usual rule as one match: up to RULE_SLOTS atoms (a comparison ``h.f OP constant`` or
-# ``true``/``false``), each after any number of ``not`` and ``(`` and before any number of ``)``,
-# joined by ``and`` or ``or``, then actions (``fwd(ports)``, ``drop``, user actions with number or
-# address arguments), then ';' or the end. Blanks and comments between the tokens of the filter (only
-# blanks inside a constant and inside the actions, whose text is read again). Every token is an
-# atomic group tried in lark's order, so a shorter reading of a token is never taken to make the
-# rest fit. The parentheses are matched by flat_rule, not by the regex. Anything else is read token
-# by token.
+# The usual rule as one match: up to RULE_SLOTS atoms (a comparison or ``true``/``false``), each
+# after any number of ``not`` and ``(`` and before any number of ``)``, joined by ``and`` or ``or``,
+# then actions (``fwd(ports)``, ``drop``, user actions with any arguments), then ';' or the end.
+# Blanks and comments between the tokens of the filter (only blanks inside a constant and inside the
+# actions, whose text is read again). Every token is an atomic group tried in lark's order, so a
+# shorter reading of a token is never taken to make the rest fit. The parentheses are matched by
+# compiler/rule_shapes.py, once per shape, not by the regex. Anything else is read token by token.
 RULE_SLOTS = 64  # comparisons (or true/false) in a rule read by one match
 _W = rf"{WS_RE}*+"
 _S = rf"{WS_RE}*+(?:(?:#|//)[^\n]*+{WS_RE}*+)*+"  # _SKIP, quicker where there is no comment
@@ -180,11 +183,12 @@ _PAST_SHORT_SLOTS = rule_shapes.USUAL.group(_SHORT_SLOTS, "join")  # in a _LONG_
 _OPERAND_RULE = _rule(_SHORT_SLOTS, _ATOMS["operands"])
 _SHORT_RUN = 8
 _RECENT = 6
-_ACTION_GROUPS = 5  # an action's: 'fwd', its ports, 'drop', an action's name, its arguments
 _ACTION_RE = re.compile(_action(True))
-# How deep flat_rule lets parentheses and negations nest (lark's tree grows by about 2 per '(' and 1 per
+# How deep the one match lets parentheses and negations nest (lark's tree grows by about 2 per '(' and 1 per
 # 'not'); deeper rules are read token by token, which stops where lark's limit (MAX_NESTING) is near.
 _FLAT_DEPTH = 60
+
+
 def _fixed_action(fwd: str | None, drop: str | None, name: str | None) -> str:
     """_action(True) held to one kind (its five groups kept, the others never taking part)."""
     if fwd is not None:

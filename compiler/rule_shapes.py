@@ -1,27 +1,30 @@
-"""The filter of a usual rule, built by Python code compiled once for each shape of rule.
+"""The Rule of a usual rule, built by Python code compiled once for each shape of rule.
 
-compiler/fastparse.py reads the usual rule with one regular-expression match (``_RULE``): for each
-of its slots (an atom: ``h.f OP constant`` or ``true``/``false``) the groups hold the ``and``/``or``
-before it, the ``not``s and ``(``s before it, its field, operator and constant, or its
-``true``/``false``, and the ``)``s after it. The tree the rule stands for depends only on some of
-them: the joins, the text of the ``not``/``(`` runs, which atoms are ``true``/``false``, and the
-``)`` runs. That is the rule's *shape*; the fields, operators, constants and offsets only fill the
-tree in. A file of 100,000 rules has a handful of shapes.
+compiler/fastparse.py reads the usual rule with one regular-expression match: for each of its
+slots (an atom: a comparison or ``true``/``false``) the groups hold the ``and``/``or`` before it,
+the ``not``s and ``(``s before it, its operands and operator, or its ``true``/``false``, and the
+``)``s after it; then the actions. The Rule the match stands for depends only on some of them: the
+joins, the text of the ``not``/``(`` runs, which atoms are ``true``/``false``, the kinds of the
+operands (a constant, a field, an aggregate, a bare name), the ``)`` runs and the kinds of the
+actions. That is the rule's *shape*; the names, operators, constants and offsets only fill the
+tree in. A file of 100,000 rules has a handful of shapes. :class:`Layout` says where a regex puts
+each group (``USUAL``: _RULE's field-against-constant slots; ``OPERANDS``: _OPERAND_RULE's).
 
 So the parentheses are matched once per shape, here, by the algorithm of the grammar's
 transformer (``and`` binds tighter than ``or``; a parenthesised ``and``/``or`` flattened into a
 parent of its kind; a node made of several operands located at the first token of its first
-operand, a ``(`` or a ``not`` included), and the result is written out as a straight-line Python
-function that makes the nodes from the match's groups: no loop, no stack, no test but the
-constant's kind. Interpreting the groups rule by rule cost about twice as much as making the
-nodes; a shape's builder costs about a third of a millisecond to compile.
+operand, a ``(`` or a ``not`` included), the comparisons oriented as rule_build.orient does, and
+the result is written out as a straight-line Python function that makes the nodes from the match's
+groups: no loop, no stack, no test but the constant's kind. Interpreting the groups rule by rule
+cost about twice as much as making the nodes; a shape's builder costs about a third of a
+millisecond to compile.
 
 Shapes that the match cannot stand for (a ``)`` with no ``(``, a ``(`` never closed, nesting
-deeper than fastparse lets the match read) have no builder: fastparse reads such rules token by
-token. So do rules once :data:`MAX_SHAPES` shapes are known (a file written to have a new shape in
-every rule would otherwise compile a function a rule).
+deeper than fastparse lets the match read, two constants or two attributes compared: the grammar
+words that error) have no builder: fastparse reads such rules token by token. So do rules once
+:data:`MAX_SHAPES` shapes are known (a file written to have a new shape in every rule would
+otherwise compile a function a rule).
 """
-
 from __future__ import annotations
 
 import re
@@ -40,8 +43,9 @@ _OPS = {"==": "==", "=": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=":
 
 Offset = tuple[int, int]  # (group number, characters into the group): where a token starts
 Builder = Callable[..., "ast.Rule | None"]
-ATTRIBUTES = ("field", "agg", "var")  # the kinds of operand: a field, an aggregate, a bare name; or "lit", a constant
-_ROLE = {"lit": "lit", "field": "field", "agg": "fn", "var": "var"}  # the group an operand of each kind starts with
+# The kinds of operand ("lit" a constant, "field", "agg" an aggregate, "var" a bare name), and the
+# group each starts with.
+_ROLE = {"lit": "lit", "field": "field", "agg": "fn", "var": "var"}
 
 
 @dataclass(frozen=True, eq=False)
