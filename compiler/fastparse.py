@@ -177,6 +177,7 @@ def _long_rule() -> re.Pattern:
 def _long_match(text: str, pos: int) -> re.Match | None:
     return _long_rule().match(text, pos)
 
+
 _PAST_SHORT_SLOTS = rule_shapes.USUAL.group(_SHORT_SLOTS, "join")  # in a _LONG_RULE match, the join before atom _SHORT_SLOTS + 1
 # Then rules whose comparisons have any operands (rule_shapes.OPERANDS): a constant on the left, state
 # variables and aggregates (`count(x) > 5`, `v == GOOGL`), a bare word facing a field.
@@ -230,14 +231,21 @@ def _shape_regex(layout: rule_shapes.Layout, shape: tuple) -> re.Pattern:
 
 
 _FIXED: dict[tuple, "re.Pattern | None"] = {}  # (layout, shape with its slots only) -> _shape_regex
+# Compiled regexes kept (tens of kB each); past them, rules of new shapes are read by _RULE (those
+# _OPERAND_RULE would take, token by token).
+_MAX_FIXED = 1024
 
 
 def _fixed(layout: rule_shapes.Layout, shape: tuple) -> re.Pattern | None:
-    """_shape_regex of a shape given with its slots only, compiled once (None past MAX_SHAPES)."""
+    """_shape_regex of a shape given with its slots only, compiled once (None past _MAX_FIXED)."""
     key = (layout, shape)
     if key not in _FIXED:
-        _FIXED[key] = _shape_regex(layout, shape) if len(_FIXED) < rule_shapes.MAX_SHAPES else None
+        if len(_FIXED) >= _MAX_FIXED:
+            return None
+        _FIXED[key] = _shape_regex(layout, shape)
     return _FIXED[key]
+
+
 _PORT_RE = re.compile(_PORT)
 _ARG_RE = re.compile(_ARG)
 _AGGREGATE_RE = re.compile(rf"({NAME_RE}){_W}\({_W}((?>{_plain(DOTTED_RE)}|{NAME_RE})){_W}\)")
@@ -271,9 +279,6 @@ class Parsed:
     stop_from: int = 0  # with stopped: the offset from which lark reads (the rule before the stop)
 
 
-Location, Number, String, Field, Comparison = SourceLocation, ast.Number, ast.String, ast.Field, ast.Comparison
-
-
 def literal(text: str, at: SourceLocation):
     """The constant a _RULE literal stands for (a bare name is a string), None if doubtful."""
     c = text[0]
@@ -303,7 +308,6 @@ def _filter_literal(text: str, at: SourceLocation):
     return literal(text, at) if text[0] == '"' or len(text) <= MAX_NUMBER_DIGITS else None
 
 
-# (Not a dict by pattern: a pattern's hash is computed from its whole compiled code each time.)
 _SHAPE_OF_RULE, _SHAPE_OF_LONG_RULE = (rule_shapes.shape_of(slots) for slots in (_SHORT_SLOTS, RULE_SLOTS))
 _UNKNOWN = object()
 
@@ -494,7 +498,7 @@ class _Parser:
             return self.last_loc
         if not self.line_from < offset < self.line_to:  # not on the line of the last location
             self.seek(offset)
-        loc = Location(self.path, self.line, offset - self.line_from)
+        loc = SourceLocation(self.path, self.line, offset - self.line_from)
         self.last_offset = offset
         self.last_loc = loc
         return loc
@@ -705,18 +709,18 @@ class _Parser:
             op = "prefix"
         c = text[0]
         if c == '"':
-            value = String(rule_build.unescape(text[1:-1]), at)
+            value = ast.String(rule_build.unescape(text[1:-1]), at)
         elif not self.number(text):
             value = ast.Number(0)
         elif text[1:2] in ("x", "X"):
-            value = Number(int(text, 16), True, at)
+            value = ast.Number(int(text, 16), True, at)
         elif "." not in text:
-            value = Number(int(text), False, at)
+            value = ast.Number(int(text), False, at)
         elif text.count(".") == 1:
-            value = Number(Decimal(text), False, at)
+            value = ast.Number(Decimal(text), False, at)
         else:
             value = self.address(IPV4, text, at)
-        return Comparison(Field(name, where), op, value, where)
+        return ast.Comparison(ast.Field(name, where), op, value, where)
 
     # -- operands ---------------------------------------------------------------------------
     def operand(self, depth: int = 4):

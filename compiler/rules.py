@@ -31,7 +31,7 @@ def _loc() -> Loc:
 
 
 #: A node class: slotted, compared and hashed by its fields but the location (see the module's docstring).
-node = dataclass(slots=True, unsafe_hash=True)
+_node = dataclass(slots=True, unsafe_hash=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -39,7 +39,7 @@ node = dataclass(slots=True, unsafe_hash=True)
 # ---------------------------------------------------------------------------------------------
 
 
-@node
+@_node
 class Number:
     """An integer (decimal or hex) or a decimal fraction such as ``50.25`` for fixed-point fields."""
 
@@ -53,7 +53,7 @@ class Number:
         return hex(self.value) if self.hex else str(self.value)
 
 
-@node
+@_node
 class String:
     """A string constant: double-quoted, or a bare identifier (``stock == GOOGL``) as in Camus."""
 
@@ -64,7 +64,7 @@ class String:
         return '"' + self.value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-@node
+@_node
 class IPAddress:
     """An IPv4 or IPv6 address with a prefix length (32/128 for a plain address)."""
 
@@ -82,7 +82,7 @@ class IPAddress:
         return str(addr) if self.prefix_len == self.width else f"{addr}/{self.prefix_len}"
 
 
-@node
+@_node
 class MACAddress:
     """A 48-bit Ethernet address."""
 
@@ -102,7 +102,7 @@ Constant = Union[Number, String, IPAddress, MACAddress]
 # ---------------------------------------------------------------------------------------------
 
 
-@node
+@_node
 class Field:
     """A packet field ``header.field`` (header instance name from the spec)."""
 
@@ -113,7 +113,7 @@ class Field:
         return self.name
 
 
-@node
+@_node
 class StateVar:
     """A state variable (a spec ``@query_counter``) named without a header."""
 
@@ -124,7 +124,7 @@ class StateVar:
         return self.name
 
 
-@node
+@_node
 class Aggregate:
     """``count(v)``, ``sum(v)``, ``avg(h.f)``: an aggregate over a tumbling window."""
 
@@ -154,7 +154,7 @@ OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "prefix")
 FLIPPED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
-@node
+@_node
 class Comparison:
     """``attribute OP constant``; ``constant OP attribute`` is stored flipped."""
 
@@ -167,7 +167,7 @@ class Comparison:
         return f"{self.attribute} {self.op} {self.value}"
 
 
-@node
+@_node
 class And:
     items: tuple["Filter", ...]
     location: Loc = _loc()
@@ -176,7 +176,7 @@ class And:
         return " and ".join(_wrap(i, Or) for i in self.items)
 
 
-@node
+@_node
 class Or:
     items: tuple["Filter", ...]
     location: Loc = _loc()
@@ -185,7 +185,7 @@ class Or:
         return " or ".join(str(i) for i in self.items)
 
 
-@node
+@_node
 class Not:
     item: "Filter"
     location: Loc = _loc()
@@ -194,7 +194,7 @@ class Not:
         return "not " + _wrap(self.item, (And, Or))
 
 
-@node
+@_node
 class Const:
     """``true`` or ``false``."""
 
@@ -217,7 +217,7 @@ def _wrap(item: Filter, kinds: type | tuple[type, ...]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-@node
+@_node
 class Forward:
     """``fwd(p, ...)``: the ports of all ``fwd`` actions of a rule, merged and sorted."""
 
@@ -228,7 +228,7 @@ class Forward:
         return f"fwd({', '.join(map(str, self.ports))})"
 
 
-@node
+@_node
 class Drop:
     location: Loc = _loc()
 
@@ -236,7 +236,7 @@ class Drop:
         return "drop"
 
 
-@node
+@_node
 class Call:
     """A user action (declared in the spec with ``@query_action``) with constant arguments."""
 

@@ -294,6 +294,14 @@ def test_rules_past_the_known_shapes_read_alike(monkeypatch) -> None:
     assert rule_shapes.known() == known + 2
 
 
+def test_rules_past_the_kept_regexes_read_alike(monkeypatch) -> None:
+    """Past _MAX_FIXED shapes' own regexes, rules are read by the general regex, or token by token."""
+    monkeypatch.setattr(fastparse, "_MAX_FIXED", len(fastparse._FIXED))
+    text = "".join(f"h.a == {i} {'or h.b == 2 ' * (i % 5)}: fwd(1);\n{i} < count(x) {'and v == 3 ' * (i % 4)}: drop;\n"
+                   for i in range(20))
+    assert_same_reading(text)
+
+
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["(", "not (", "! (", "(not ", "( (", "(#(\n"])), min_size=1, max_size=40))
 def test_a_new_shape_in_every_rule_reads_alike(parts: list[tuple[int, str]]) -> None:
