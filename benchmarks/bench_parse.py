@@ -96,15 +96,15 @@ def addresses(n: int, rng: random.Random) -> str:
     return "\n".join(out) + "\n"
 
 
+def in_turn(n: int, *forms) -> str:
+    """n rules, the i-th written by ``forms[i % len(forms)](i)``."""
+    return "\n".join(forms[i % len(forms)](i) for i in range(n)) + "\n"
+
+
 def user_actions(n: int, rng: random.Random) -> str:
     """User actions with constant arguments, as in p4pubsub's DNS and INT apps."""
-    out = []
-    for i in range(n):
-        if i % 2:
-            out.append(f'dns_query.label = "n{rng.randint(0, 99999)}" : answerDNS(10.0.{rng.randint(0, 255)}.{rng.randint(1, 254)});')
-        else:
-            out.append(f"int_hop.hop_latency > {rng.randint(1000, 10000)} : report({rng.randint(1, 100)}, 0x{rng.randint(0, 255):02x});")
-    return "\n".join(out) + "\n"
+    return in_turn(n, lambda i: f"int_hop.hop_latency > {rng.randint(1000, 10000)} : report({rng.randint(1, 100)}, 0x{rng.randint(0, 255):02x});",
+                   lambda i: f'dns_query.label = "n{rng.randint(0, 99999)}" : answerDNS(10.0.{rng.randint(0, 255)}.{rng.randint(1, 254)});')
 
 
 def general(n: int, rng: random.Random) -> str:
@@ -137,40 +137,22 @@ def shapes(n: int, rng: random.Random) -> str:
 def operands(n: int, rng: random.Random) -> str:
     """Comparisons of other operands, in turn: aggregates and state variables (issue 17's stateful
     subscriptions), a constant on the left and a bare word facing a field (Camus's grammar), `!`."""
-    out = []
-    for i in range(n):
-        a, b = rng.randint(0, 999), rng.randint(0, 999)
-        kind = i % 3
-        if kind == 0:
-            out.append(f"count(flow) > {a} and avg(h.lat) < {b} : fwd({i % 200});")
-        elif kind == 1:
-            out.append(f"v == GOOGL and {a} < add_order.price : fwd({i % 200});")
-        else:
-            out.append(f"SUM(h.len) >= {a} or ! v > {b} : drop;")
-    return "\n".join(out) + "\n"
+    return in_turn(n, lambda i: f"count(flow) > {rng.randint(0, 999)} and avg(h.lat) < {rng.randint(0, 999)} : fwd({i % 200});",
+                   lambda i: f"v == GOOGL and {rng.randint(0, 999)} < add_order.price : fwd({i % 200});",
+                   lambda i: f"SUM(h.len) >= {rng.randint(0, 999)} or ! v > {rng.randint(0, 999)} : drop;")
 
 
 def action_arguments(n: int, rng: random.Random) -> str:
     """User actions whose arguments are strings, fields, state variables and aggregates."""
-    out = []
-    for i in range(n):
-        if i % 2:
-            out.append(f'h.a == {rng.randint(0, 999)} : tag("s{rng.randint(0, 99999)}"), fwd({i % 200});')
-        else:
-            out.append(f"h.a == {rng.randint(0, 999)} : report(h.b, count(flow), v);")
-    return "\n".join(out) + "\n"
+    return in_turn(n, lambda i: f"h.a == {rng.randint(0, 999)} : report(h.b, count(flow), v);",
+                   lambda i: f'h.a == {rng.randint(0, 999)} : tag("s{rng.randint(0, 99999)}"), fwd({i % 200});')
 
 
 def token_path(n: int, rng: random.Random) -> str:
     """What is still read token by token (reported, not held to the target): 70 comparisons (more
     than the one match's 64), a comment among the actions."""
-    out = []
-    for i in range(n):
-        if i % 2:
-            out.append(" and ".join(f"h.f{j} > {rng.randint(0, 999)}" for j in range(70)) + f" : fwd({i % 200});")
-        else:
-            out.append(f"h.a == {rng.randint(0, 999)} : fwd({i % 200}), # then\n    mark(1);")
-    return "\n".join(out) + "\n"
+    return in_turn(n, lambda i: f"h.a == {rng.randint(0, 999)} : fwd({i % 200}), # then\n    mark(1);",
+                   lambda i: " and ".join(f"h.f{j} > {rng.randint(0, 999)}" for j in range(70)) + f" : fwd({i % 200});")
 
 
 SPELLINGS = {"p4sub": p4sub_syntax, "p4sub_5_constraints": p4sub_five, "camus": camus_syntax, "comments": commented, "siena_prefix": siena_prefix,

@@ -14,22 +14,11 @@ import pytest
 from compiler import lang
 from compiler import rules as ast
 from compiler.errors import SourceLocation
-from tests.compiler.test_fastparse import locations
+from tests.compiler.test_fastparse import locations, nodes
 
 RICH = ('(h.a == 1 or h.b < 0x2) and not (h.s prefix "ab" or h.c = 1.5) : fwd(3, 4), mark(4), drop;\n'
         "h.v == fe80::/10 and h.m == 00:11:22:33:44:55 and h.p == 10.0.0.0/8 or true : report(10.0.0.1);\n"
         "count(x) > 2 and avg(h.a) < 3 and v == GOOGL : fwd(1);\n")
-
-
-def nodes(node) -> list:
-    out = [node] if dataclasses.is_dataclass(node) else []
-    if dataclasses.is_dataclass(node):
-        for f in dataclasses.fields(node):
-            out.extend(nodes(getattr(node, f.name)))
-    elif isinstance(node, tuple):
-        for x in node:
-            out.extend(nodes(x))
-    return out
 
 
 def test_a_rule_files_nodes_refuse_every_write() -> None:

@@ -29,17 +29,22 @@ def grammar_reading(text: str, path: str = "f.sub") -> ast.RuleSet:
     return lang._grammar_rules(text, text, path)
 
 
-def locations(node) -> list:
-    """Every (class, location) in an AST, depth first: equality of ASTs ignores locations, this does not."""
+def nodes(node) -> list:
+    """Every node of an AST (and of tuples of them), depth first."""
     out = []
     if dataclasses.is_dataclass(node):
-        out.append((type(node).__name__, getattr(node, "location", None)))
+        out.append(node)
         for f in dataclasses.fields(node):
-            out.extend(locations(getattr(node, f.name)))
+            out.extend(nodes(getattr(node, f.name)))
     elif isinstance(node, tuple):
         for x in node:
-            out.extend(locations(x))
+            out.extend(nodes(x))
     return out
+
+
+def locations(node) -> list:
+    """Every (class, location) in an AST, depth first: equality of ASTs ignores locations, this does not."""
+    return [(type(n).__name__, getattr(n, "location", None)) for n in nodes(node)]
 
 
 def outcome(read, text: str):
