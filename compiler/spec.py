@@ -8,6 +8,7 @@ reference model read it, none of them change it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from compiler.errors import SourceLocation
 
@@ -192,7 +193,16 @@ class Spec:
     notes: tuple[str, ...] = ()
 
     def header(self, name: str) -> HeaderInstance | None:
-        return next((h for h in self.headers if h.name == name), None)
+        return self._header_index.get(name)
+
+    @cached_property
+    def _header_index(self) -> dict[str, HeaderInstance]:
+        """The header instances by name (the first of a name), built once: ``header`` is asked for
+        every comparison of every rule (a linear search was 2 of the 4 s of ``check`` at 100k rules)."""
+        index: dict[str, HeaderInstance] = {}
+        for h in self.headers:
+            index.setdefault(h.name, h)
+        return index
 
     def field_width(self, ref: str) -> int | None:
         """Width of ``header.field`` (instance name), or None when there is no such field.

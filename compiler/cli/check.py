@@ -10,6 +10,7 @@ from compiler.cli import add_command
 from compiler.cli.compile import TARGETS, reserved_ports
 from compiler.dnf import DEFAULT_LIMIT, to_dnf
 from compiler.errors import CompileError, P4subError, raise_all
+from compiler.gc_pause import paused
 from compiler.lang import read_rules
 from compiler.rules import Call, Drop, comparisons
 from compiler.stateful import plan
@@ -31,6 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with paused():  # the command keeps its rules to the end: the collector would only walk them (1.5 of 3.4 s at 100k)
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from compiler.spec_reader import read_spec
 
     if not 1 <= args.port_bits <= 32:

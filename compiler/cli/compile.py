@@ -17,6 +17,7 @@ from compiler.compile import (DELIVERIES, Budget, CompileOptions, compile_rules,
 from compiler.default_path import parse_default
 from compiler.dnf import DEFAULT_LIMIT
 from compiler.errors import P4subError, ResourceError
+from compiler.gc_pause import paused
 from compiler.outputs import output_dir, staged_outputs, write_files
 from compiler.spec import Spec
 from compiler.tables import RANGE_ENCODINGS, TableOptions
@@ -231,6 +232,13 @@ def include_options(args: argparse.Namespace, spec):
 
 
 def run(args: argparse.Namespace) -> int:
+    # The command keeps its rules, diagram and tables to the end: the collector would only walk them
+    # again and again (at 100k rules, 3.1 of 6.3 s of CPU).
+    with paused():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from compiler.lang import read_rules
     from compiler.spec_reader import read_spec
 
