@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import time
 
-from compiler.delivery import SCHEMES, make_scheme, simulate
-from compiler.delivery.evaluation import PUBLISHER_DST, workload
 from compiler.delivery.stack import HeaderStackEncoding
 from compiler.delivery.tree import steiner_tree
 from compiler.delivery.wire import ETHERTYPE_IPV4, ethernet_frame, host_mac
 from compiler.errors import P4subError
 from compiler.topology import facebook_fabric, fat_tree, jellyfish
+from runtime.delivery_eval import SCHEMES, make_scheme, simulate
+from runtime.delivery_eval.evaluation import PUBLISHER_DST, workload
 
 
 def timed(fn, repeat: int) -> float:

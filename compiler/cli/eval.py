@@ -8,9 +8,6 @@ from pathlib import Path
 
 from compiler.cli import add_command
 from compiler.cli.progress import Progress
-from compiler.delivery import SCHEMES
-from compiler.delivery.evaluation import EvalConfig, evaluate
-from compiler.delivery.report import markdown_table, write_report
 from compiler.errors import P4subError
 from compiler.outputs import report_dir, staged_report
 from compiler.topology import parse_topology_arg
@@ -19,6 +16,8 @@ EXAMPLE = "p4sub eval delivery --topology jellyfish:255 --subscribers 10-90 --ru
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from runtime.delivery_eval import SCHEMES
+
     p = add_command(sub, "eval", "run an evaluation (delivery: header-stack encodings vs. baselines; vt: virtual trees)",
                     EXAMPLE)
     evals = p.add_subparsers(dest="evaluation", metavar="EVALUATION")
@@ -74,6 +73,10 @@ def parse_fractions(text: str, option: str = "--subscribers", lowest: int = 1) -
 
 
 def run_delivery(args: argparse.Namespace) -> int:
+    from runtime.delivery_eval import SCHEMES
+    from runtime.delivery_eval.evaluation import EvalConfig, evaluate
+    from runtime.delivery_eval.report import markdown_table, write_report
+
     schemes = tuple(s.strip() for s in args.schemes.split(",") if s.strip())
     unknown = [s for s in schemes if s not in SCHEMES]
     if unknown:
@@ -105,8 +108,8 @@ CHURN_EXAMPLE = "p4sub eval vt --topology zoo:Dfn --scenarios uniform,nearby,dis
 
 
 def register_vt(evals: argparse._SubParsersAction) -> None:
-    from compiler.delivery.vt.churn_evaluation import ChurnConfig
-    from compiler.delivery.vt.evaluation import VtEvalConfig
+    from runtime.delivery_eval.vt.churn_evaluation import ChurnConfig
+    from runtime.delivery_eval.vt.evaluation import VtEvalConfig
 
     defaults, churn = VtEvalConfig(), ChurnConfig()
     v = evals.add_parser(
@@ -166,8 +169,8 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def run_vt(args: argparse.Namespace) -> int:
-    from compiler.delivery.vt.evaluation import VtEvalConfig, evaluate
-    from compiler.delivery.vt.report import markdown, write_report
+    from runtime.delivery_eval.vt.evaluation import VtEvalConfig, evaluate
+    from runtime.delivery_eval.vt.report import markdown, write_report
 
     if args.scenarios:
         return run_churn(args)
@@ -199,9 +202,9 @@ def run_vt(args: argparse.Namespace) -> int:
 
 
 def run_churn(args: argparse.Namespace) -> int:
-    """``p4sub eval vt --scenarios ...``: chapter 6 (compiler.delivery.vt.churn_evaluation)."""
-    from compiler.delivery.vt.churn_evaluation import ChurnConfig, evaluate_churn
-    from compiler.delivery.vt.churn_report import markdown, survey_markdown, survey_plot, write_report
+    """``p4sub eval vt --scenarios ...``: chapter 6 (runtime.delivery_eval.vt.churn_evaluation)."""
+    from runtime.delivery_eval.vt.churn_evaluation import ChurnConfig, evaluate_churn
+    from runtime.delivery_eval.vt.churn_report import markdown, survey_markdown, survey_plot, write_report
 
     densities = _ints(args.density or "30", "--density")
     if len(densities) != 1 or not 0 < densities[0] <= 100:

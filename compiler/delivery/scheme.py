@@ -1,7 +1,8 @@
 """The interface every delivery scheme offers the simulator: publish, then forward hop by hop.
 
 A scheme is what one network runs: header-stack encodings (switch/port, switch/bitmask, ...) and
-the baselines (unicast, broadcast, OpenFlow multicast, LIPSIN, BIER-style, Elmo-style). The
+the baselines (unicast, broadcast, OpenFlow multicast, LIPSIN, BIER-style, Elmo-style, in
+:mod:`runtime.delivery_eval.baselines`, beside the simulator that drives this interface). The
 publisher side (:meth:`Scheme.publish`) turns one notification into the frames the publisher sends;
 the switch side (:meth:`Scheme.forward`) is what one switch's data plane does with one frame.
 """

@@ -6,6 +6,8 @@ extended by hop labels and pruned by stop labels.
 * :mod:`.steiner`, :mod:`.encoder` — Algorithm 5.1 (single pass and best gain);
 * :mod:`.switch` — what a VT-aware switch does with a frame; :mod:`.scheme` — both as a
   :class:`~compiler.delivery.scheme.Scheme` the chapter-3 simulator follows hop by hop.
+
+The evaluations of chapters 5 and 6 (``p4sub eval vt``) are in :mod:`runtime.delivery_eval.vt`.
 """
 
 from compiler.delivery.vt.encoder import VtEncoding, encode

@@ -1,5 +1,5 @@
 """Virtual-tree delivery as a :class:`~compiler.delivery.scheme.Scheme`, so the packet-level
-simulator of chapter 3 (:func:`compiler.delivery.simulator.simulate`) can follow it hop by hop.
+simulator of chapter 3 (:func:`runtime.delivery_eval.simulator.simulate`) can follow it hop by hop.
 
 The publisher side encodes with Algorithm 5.1 (:mod:`.encoder`) over the VTs it knows of (by
 default every installed one; a strategy may hand a publisher fewer, e.g. while a migration has

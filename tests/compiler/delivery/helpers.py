@@ -1,6 +1,6 @@
 """Hypothesis strategies and an independent hop-by-hop walker for the delivery tests.
 
-The walker does its own bookkeeping (it shares nothing with compiler.delivery.simulator): it only
+The walker does its own bookkeeping (it shares nothing with runtime.delivery_eval.simulator): it only
 calls the scheme's per-switch ``forward`` and records where every copy goes.
 """
 

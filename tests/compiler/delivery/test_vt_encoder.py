@@ -237,7 +237,7 @@ def test_broadcast_tree_with_stops_on_the_facebook_fabric():
 @given(case=rich_network())
 def test_the_chapter3_simulator_counts_vt_delivery_exact(case):
     """The packet-level simulator (loops, duplicates, false positives, corrupted frames) agrees."""
-    from compiler.delivery.simulator import simulate
+    from runtime.delivery_eval.simulator import simulate
 
     table, publisher, receivers = case
     m = simulate(VirtualTrees(table, mode="best"), publisher, receivers, PAYLOAD_FRAME)

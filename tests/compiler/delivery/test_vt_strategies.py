@@ -6,15 +6,15 @@ import random
 
 import pytest
 
-from compiler.delivery.simulator import simulate
 from compiler.delivery.vt import VirtualTrees, VtTable
 from compiler.delivery.vt.migration import Step, Views, migrate
+from compiler.delivery.vt.steiner import VtGraph
 from compiler.delivery.vt.strategies import install_strategy, make_strategy
 from compiler.delivery.vt.strategies.base import down_tree, prune_tree
-from compiler.delivery.vt.steiner import VtGraph
 from compiler.delivery.vt.workload import table_5_1
 from compiler.errors import P4subError
 from compiler.topology import facebook_fabric, fat_tree, jellyfish
+from runtime.delivery_eval.simulator import simulate
 from tests.compiler.delivery.helpers import PAYLOAD_FRAME
 
 FABRIC_STRATEGIES = ["hops", "broadcast", "topo", "tree", "tree-shared", "path", "threshold:30", "threshold:70:hops"]
@@ -132,7 +132,7 @@ def test_a_stale_header_after_migration_reaches_no_wrong_host():
     assert pub.info["trees"] == 1
     views = Views()
     migrate(table, views, [Step(ctx.installed[0].vt_id, ctx.installed[0].edges, "again")], ["h1"])
-    from compiler.delivery.simulator import run_publication
+    from runtime.delivery_eval.simulator import run_publication
     m = run_publication(scheme, "h1", pub)
     assert m.served < len(receivers) and not m.false_positive_deliveries and not m.loops and not m.duplicates
 

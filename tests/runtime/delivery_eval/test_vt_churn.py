@@ -17,11 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compiler.cli import main
-from compiler.delivery.vt.churn import DENSE_SHARE, SCENARIOS, churned_workloads, dense_regions, scenario
-from compiler.delivery.vt.churn_evaluation import ChurnConfig, evaluate_churn, topology_stats
 from compiler.errors import P4subError
 from compiler.topology import parse_topology_arg, zoo_file
 from compiler.topology_file import read_graphml
+from runtime.delivery_eval.vt.churn import DENSE_SHARE, SCENARIOS, churned_workloads, dense_regions, scenario
+from runtime.delivery_eval.vt.churn_evaluation import ChurnConfig, evaluate_churn, topology_stats
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -3,7 +3,7 @@
 Per density and run: a Table 5.1 workload (publishers, subscriptions, frequencies; seeded from
 seed, density and run) and ``messages`` notifications drawn from it. Per strategy and rules-per-
 switch value: a fresh network, the strategy's VTs installed under that budget, every notification
-encoded (Algorithm 5.1) and followed hop by hop (:func:`compiler.delivery.simulator.simulate`).
+encoded (Algorithm 5.1) and followed hop by hop (:func:`runtime.delivery_eval.simulator.simulate`).
 A data point averages runs x messages notifications; the same workload and notifications serve
 every strategy and every budget, so curves differ by strategy and budget only.
 
@@ -20,7 +20,6 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-from compiler.delivery.simulator import run_publication
 from compiler.delivery.vt.installed import VtTable
 from compiler.delivery.vt.labels import LABEL_BYTES
 from compiler.delivery.vt.scheme import VirtualTrees
@@ -29,6 +28,7 @@ from compiler.delivery.vt.workload import Workload, table_5_1
 from compiler.delivery.wire import ETHERTYPE_IPV4, ethernet_frame, host_mac
 from compiler.errors import P4subError
 from compiler.topology import Topology
+from runtime.delivery_eval.simulator import run_publication
 
 #: Per-notification metrics, averaged per data point.
 METRICS = ("header_bytes", "labels", "trees", "hops", "stops", "bytes", "packets", "lookups", "recirculations")
@@ -173,7 +173,7 @@ def evaluate(topology: Topology, config: VtEvalConfig,
         "publishers_per_round": publishers,
         "results": results,
     }
-    from compiler.delivery.vt.checks import dissertation_checks
+    from runtime.delivery_eval.vt.checks import dissertation_checks
 
     report["checks"] = dissertation_checks(report)
     return report

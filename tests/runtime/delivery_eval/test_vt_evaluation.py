@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler.delivery.vt.evaluation import VtEvalConfig, evaluate
 from compiler.errors import P4subError
 from compiler.topology import facebook_fabric
+from runtime.delivery_eval.vt.evaluation import VtEvalConfig, evaluate
 
 ROOT = Path(__file__).resolve().parents[3]
 

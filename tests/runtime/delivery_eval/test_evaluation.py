@@ -8,9 +8,9 @@ import pytest
 
 from compiler.cli import main
 from compiler.cli.eval import parse_fractions
-from compiler.delivery.evaluation import EvalConfig, evaluate, workload
 from compiler.errors import P4subError
 from compiler.topology import fat_tree, jellyfish
+from runtime.delivery_eval.evaluation import EvalConfig, evaluate, workload
 
 
 def test_workload_is_seeded_and_sized_like_the_dissertation():

@@ -3,7 +3,7 @@
 Every check names the claim, what the dissertation says, what we measured, and whether it agrees
 (``None`` when the sweep lacks the strategies, densities or budgets the claim needs). Two readings
 stay open and are reported side by side: what "initial header size" counts
-(:data:`~compiler.delivery.vt.evaluation.HEADER_READINGS`), and what "network load" counts; the
+(:data:`~runtime.delivery_eval.vt.evaluation.HEADER_READINGS`), and what "network load" counts; the
 load figures here are per *round* (one notification from every publisher), the reading under which
 the dissertation's tens of kilobytes and ours agree in size (docs/delivery.md).
 """

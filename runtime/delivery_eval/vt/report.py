@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compiler.delivery.report import save_report
+from runtime.delivery_eval.report import save_report
 
 
 def markdown(report: dict) -> str:

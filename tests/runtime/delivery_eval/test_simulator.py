@@ -5,14 +5,15 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from compiler.delivery import OpenFlowMulticast, SwitchBitmask, SwitchPort, Unicast, make_scheme, simulate
+from compiler.delivery import SwitchBitmask, SwitchPort
 from compiler.delivery.cost import SwitchCost
 from compiler.delivery.scheme import Emit, Publication, Scheme, SwitchEntries
-from compiler.delivery.simulator import SimulationLimit
 from compiler.delivery.tree import steiner_tree
 from compiler.topology import from_switch_graph, jellyfish
+from runtime.delivery_eval import OpenFlowMulticast, Unicast, make_scheme, simulate
+from runtime.delivery_eval.simulator import SimulationLimit
 
-from .helpers import PAYLOAD_FRAME
+from tests.compiler.delivery.helpers import PAYLOAD_FRAME
 
 
 def line(n: int):

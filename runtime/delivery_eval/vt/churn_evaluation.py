@@ -20,10 +20,10 @@ from typing import Callable
 
 import networkx as nx
 
-from compiler.delivery.vt.churn import SCENARIOS, churned_workloads, scenario
-from compiler.delivery.vt.evaluation import Accumulator, VtEvalConfig, deliver, install
 from compiler.errors import P4subError
 from compiler.topology import Topology
+from runtime.delivery_eval.vt.churn import SCENARIOS, churned_workloads, scenario
+from runtime.delivery_eval.vt.evaluation import Accumulator, VtEvalConfig, deliver, install
 
 CHAPTER_6_STRATEGIES = ("hops", "random", "cycles", "freq-relation:30", "clusters", "partitions", "hybrid:30")
 
