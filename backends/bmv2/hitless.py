@@ -17,6 +17,7 @@ updates that may be written in one batch (any order), the steps strictly one aft
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,12 @@ def hitless_request(old: ir.Pipeline, new: ir.Pipeline, options: Bmv2Options = B
     the update cannot be hitless (see :func:`compiler.incremental.hitless.plan`)."""
     old_program, new_program = build_program(old, options), build_program(new, options)
     plan = hitless.plan(old, new, reserved_groups=(UNION_GROUP,))
+    lanes = hitless.changed_lanes(old, new)
+    if len(lanes) > 1:  # the request holds the direct plan: say what it keeps, and how to keep more
+        print(f"warning: the update changes {len(lanes)} lanes, which flip one by one: a rule that stays in its lane "
+              "loses no packet, but one that moves to another lane may miss packets while they flip; to keep every "
+              "port both versions want, update in two steps (compile --update with the added rules first, install "
+              "--hitless, then with the removed ones gone, install --hitless)", file=sys.stderr)
     render = _Renderer(new, new_program)
     steps = [(s.phase, [op for w in s.writes for op in render.updates(w)]) for s in plan.steps]
     before = entities(old, old_program)

@@ -34,7 +34,10 @@ steps must be applied one after the other. Tables must have room for both versio
 changes: the plan says when one does not (:class:`HitlessError`). With several lanes, each lane
 flips on its own: a packet is old or new in each lane, and a rule that stays in its lane loses no
 packet; the whole packet is old or new when one lane changes (an incremental update changes one
-lane per added or removed rule). A pipeline of message stacks judges each message on its pass.
+lane per added or removed rule). An update that changes several lanes is planned through the
+pipeline of the old rules plus the added ones (:func:`plan_through`): then no packet misses a port
+that both versions want, whichever lane flips first. A pipeline of message stacks judges each
+message on its pass.
 """
 
 from __future__ import annotations
@@ -279,6 +282,31 @@ def plan(old: ir.Pipeline, new: ir.Pipeline, reserved_groups: Iterable[int] = ()
             f"{t} would hold {n} entries (size {sizes[t]})" for t, n in sorted(full.items()))
             + "; compile with room to spare (TableOptions.headroom) or install atomically")
     return out
+
+
+def plan_through(old: ir.Pipeline, mid: ir.Pipeline, new: ir.Pipeline, reserved_groups: Iterable[int] = ()) -> Plan:
+    """The hitless plan from ``old`` to ``new`` by way of ``mid``, the pipeline of the old rules
+    plus the added ones (an incremental session's ``update(add=...)`` before its
+    ``update(remove=...)``), for an update that changes several lanes.
+
+    Why: the lanes flip one by one, so a rule that moves from one lane to another (a removed rule
+    in lane 1, its replacement in lane 2) could see lane 1 flip first and a port both versions want
+    go missing. From ``old`` to ``mid`` every lane only gains rules, from ``mid`` to ``new`` it
+    only loses them: whatever the order of the flips, a packet goes to at least the ports of one
+    version and to none that neither wants."""
+    first, second = plan(old, mid, reserved_groups), plan(mid, new, reserved_groups)
+    peak = dict(first.peak)
+    for table, n in second.peak.items():
+        peak[table] = max(n, peak.get(table, 0))
+    return Plan(first.steps + second.steps, first.shadow_states + second.shadow_states,
+                first.shadow_groups + second.shadow_groups, peak)
+
+
+def changed_lanes(old: ir.Pipeline, new: ir.Pipeline) -> set[str]:
+    """The walks (lanes, message slots) whose entries differ: more than one, and the direct plan
+    keeps only what a rule that stays in its lane wants (see :func:`plan_through`)."""
+    lay = _layout(new)
+    return {lay.lane_of[e.table] for e in set(old.entries) ^ set(new.entries) if e.table in lay.lane_of}
 
 
 def _children(entries: Iterable[ir.Entry], lay: _Layout) -> set[int]:
