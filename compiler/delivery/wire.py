@@ -151,6 +151,16 @@ def split_baseline(frame: bytes, header_len: int) -> tuple[bytes, bytes]:
     return header, frame[:12] + frame[14:16] + frame[16 + header_len :]
 
 
+def read_baseline(frame: bytes, header_len: int, cost) -> tuple[bytes, bytes] | None:
+    """:func:`split_baseline` for a switch: a malformed frame is dropped (its reason counted by
+    ``cost.drop``) and gives None."""
+    try:
+        return split_baseline(frame, header_len)
+    except Malformed as exc:
+        cost.drop(exc.reason)
+        return None
+
+
 def rebuild_baseline(frame: bytes, header_len: int, header: bytes) -> bytes:
     """The same baseline frame with a new header of the same length."""
     return frame[:16] + header + frame[16 + header_len :]

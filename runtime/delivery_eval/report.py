@@ -50,12 +50,20 @@ def markdown_table(report: dict) -> str:
                      + f" | {r['exact_runs']}/{r['runs']} |")
     if report.get("skipped"):
         lines += ["", "Skipped: " + "; ".join(f"{k} ({v})" for k, v in report["skipped"].items())]
-    if report.get("checks"):
-        lines += ["", "| dissertation claim | stated | ours | agrees |", "|---|---|---|---|"]
-        for c in report["checks"]:
-            mark = {True: "yes", False: "no", None: "n/a"}[c["agrees"]]
-            lines.append(f"| {c['claim']} | {c['dissertation']} | {c['ours']} | {mark} |")
+    lines += checks_table(report)
     return "\n".join(lines) + "\n"
+
+
+def checks_table(report: dict) -> list[str]:
+    """The Markdown lines of the report's checks against the dissertation's claims (none without checks)."""
+    if not report.get("checks"):
+        return []
+    lines = ["", "| dissertation claim | stated | ours | agrees |", "|---|---|---|---|"]
+    for c in report["checks"]:
+        mark = {True: "yes", False: "no", None: "n/a"}[c["agrees"]]
+        lines.append(f"| {c['claim']} | {c['dissertation']} | {c['ours']} | {mark} |")
+    return lines
+
 
 def plot(report: dict, outdir: Path) -> list[Path]:
     """One PNG per figure in ``outdir``; returns their paths."""

@@ -19,7 +19,7 @@ from typing import Collection
 from compiler.delivery.cost import SwitchCost
 from compiler.delivery.scheme import Emit, Publication, Scheme, SwitchEntries, TableEntry
 from compiler.delivery.tree import DeliveryTree, next_hop_ports, switch_index
-from compiler.delivery.wire import Malformed, attach_baseline, rebuild_baseline, split_baseline
+from compiler.delivery.wire import attach_baseline, read_baseline, rebuild_baseline
 from compiler.topology import Topology
 
 SET_BITS = 256
@@ -60,11 +60,10 @@ class BierStyle(Scheme):
 
     def forward(self, switch: str, in_port: int, frame: bytes, cost: SwitchCost | None = None) -> list[Emit]:
         cost = cost if cost is not None else SwitchCost()
-        try:
-            header, original = split_baseline(frame, self.header_len)
-        except Malformed as exc:
-            cost.drop(exc.reason)
+        split = read_baseline(frame, self.header_len, cost)
+        if split is None:
             return []
+        header, original = split
         si = header[0]
         remaining = int.from_bytes(header[1:], "big")
         if remaining == 0:

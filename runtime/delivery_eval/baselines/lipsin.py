@@ -29,7 +29,7 @@ from typing import Collection
 from compiler.delivery.cost import SwitchCost
 from compiler.delivery.scheme import Emit, Publication, Scheme, SwitchEntries, TableEntry
 from compiler.delivery.tree import DeliveryTree, steiner_tree
-from compiler.delivery.wire import Malformed, attach_baseline, rebuild_baseline, split_baseline
+from compiler.delivery.wire import attach_baseline, read_baseline, rebuild_baseline
 from compiler.errors import P4subError
 from compiler.topology import Topology
 
@@ -83,11 +83,10 @@ class Lipsin(Scheme):
 
     def forward(self, switch: str, in_port: int, frame: bytes, cost: SwitchCost | None = None) -> list[Emit]:
         cost = cost if cost is not None else SwitchCost()
-        try:
-            header, original = split_baseline(frame, self.header_len)
-        except Malformed as exc:
-            cost.drop(exc.reason)
+        split = read_baseline(frame, self.header_len, cost)
+        if split is None:
             return []
+        header, original = split
         index, ttl = header[0], header[1]
         if index >= self.d:
             cost.drop("bad-index")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runtime.delivery_eval.report import save_report
+from runtime.delivery_eval.report import checks_table, save_report
 
 
 def markdown(report: dict) -> str:
@@ -32,11 +32,7 @@ def markdown(report: dict) -> str:
             f"{m['labels']:.1f} ({m['trees']:.1f}/{m['hops']:.1f}/{m['stops']:.1f}) | {m['bytes']:.0f} | "
             f"{r['load_per_round_kb']:.1f} | {r['install']['vts']:.0f} | {r['install']['max_entries']:.0f} | "
             f"{r['exact']}/{r['notifications']} |")
-    if report.get("checks"):
-        lines += ["", "| dissertation claim | stated | ours | agrees |", "|---|---|---|---|"]
-        for c in report["checks"]:
-            mark = {True: "yes", False: "no", None: "n/a"}[c["agrees"]]
-            lines.append(f"| {c['claim']} | {c['dissertation']} | {c['ours']} | {mark} |")
+    lines += checks_table(report)
     return "\n".join(lines) + "\n"
 
 
