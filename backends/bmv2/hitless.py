@@ -71,17 +71,23 @@ class _Renderer:
         return [update_plan.Op(OPS[w.op], e, p) for e, p in zip(now, before)]
 
 
-def hitless_request(old: ir.Pipeline, new: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -> dict[str, Any]:
-    """The whole ``hitless.p4rt.json`` from ``old`` (on the switch) to ``new``; HitlessError when
-    the update cannot be hitless (see :func:`compiler.incremental.hitless.plan`)."""
+def hitless_request(old: ir.Pipeline, new: ir.Pipeline, options: Bmv2Options = Bmv2Options(),
+                    mid: ir.Pipeline | None = None) -> dict[str, Any]:
+    """The whole ``hitless.p4rt.json`` from ``old`` (on the switch) to ``new``, through ``mid`` when
+    given (:func:`compiler.incremental.hitless.plan_through`); HitlessError when the update cannot be
+    hitless (see :func:`compiler.incremental.hitless.plan`)."""
     old_program, new_program = build_program(old, options), build_program(new, options)
-    plan = hitless.plan(old, new, reserved_groups=(UNION_GROUP,))
-    lanes = hitless.changed_lanes(old, new)
-    if len(lanes) > 1:  # the request holds the direct plan: say what it keeps, and how to keep more
-        print(f"warning: the update changes {len(lanes)} lanes, which flip one by one: a rule that stays in its lane "
-              "loses no packet, but one that moves to another lane may miss packets while they flip; to keep every "
-              "port both versions want, update in two steps (compile --update with the added rules first, install "
-              "--hitless, then with the removed ones gone, install --hitless)", file=sys.stderr)
+    if mid is not None:
+        plan = hitless.plan_through(old, mid, new, reserved_groups=(UNION_GROUP,))
+    else:
+        plan = hitless.plan(old, new, reserved_groups=(UNION_GROUP,))
+        lanes = hitless.changed_lanes(old, new)
+        if len(lanes) > 1:  # the direct plan: say what it keeps, and how to keep more
+            print(f"warning: the update changes {len(lanes)} lanes, which flip one by one: a rule that stays in its "
+                  "lane loses no packet, but one that moves to another lane may miss packets while they flip; "
+                  "`compile --update` from the output the switch holds writes the pipeline to plan through "
+                  f"({hitless.MID}), or update in two steps (the added rules first, then the removed ones gone)",
+                  file=sys.stderr)
     render = _Renderer(new, new_program)
     steps = [(s.phase, [op for w in s.writes for op in render.updates(w)]) for s in plan.steps]
     before = entities(old, old_program)

@@ -25,7 +25,7 @@ from compiler import ir
 from compiler.compile import CompileOptions
 from compiler.errors import P4subError
 from compiler.gc_pause import bulk_objects
-from compiler.incremental import Incremental, diff_pipelines
+from compiler.incremental import Incremental, diff_pipelines, hitless
 from compiler.incremental.delta import same_program, save as save_delta
 from compiler.incremental.session import Update
 from compiler.lang import read_rules
@@ -107,6 +107,7 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
     old_path = old_rules_path(old_out)
     old_rules = read_rules(old_path) if old_path is not None else None
     timings["parse_rules"] = time.perf_counter() - t
+    mid = None  # the old rules plus the added ones, when an update in several lanes both adds and removes
     if old_rules is None:
         print(f"note: {old_out} keeps no copy of its rules ({RULES_COPY}): full compile, delta by diffing",
               file=sys.stderr)
@@ -125,7 +126,12 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
         t = time.perf_counter()
         add, remove = inc.diff(new_rules)
         timings["diff_rules"] = time.perf_counter() - t
-        update = inc.update(add, remove)
+        if old.lanes > 1 and add and remove:  # a rule may move between lanes: keep the pipeline between
+            added = inc.update(add, ())
+            mid = inc.pipeline()
+            update = _joined(added, inc.update((), remove), old, inc.pipeline())
+        else:
+            update = inc.update(add, remove)
         timings["update"] = update.seconds
         t = time.perf_counter()
         pipeline, stats = inc.pipeline(), inc.stats()
@@ -137,6 +143,8 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
             emit_options = (backend.options_from_args(args),) if hasattr(backend, "options_from_args") else ()
             backend.emit(pipeline, stage, *emit_options)
         ir.save(pipeline, stage / "pipeline.json")
+        if mid is not None and not update.program_changed and len(hitless.changed_lanes(old, pipeline)) > 1:
+            ir.save(mid, stage / hitless.MID)  # install --hitless plans through it (hitless.plan_through)
         stats = {**stats, "update": update.to_json()}
         (stage / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
         sources = {"spec": str(Path(spec_path).resolve()) if spec_path else _old_source(old_out, "spec"),
@@ -158,6 +166,13 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
               f"{out} as a new program, not delta.json", file=sys.stderr)
     print(f"wrote {out / 'pipeline.json'} and {out / 'delta.json'}")
     return 0
+
+
+def _joined(first: Update, second: Update, old: ir.Pipeline, new: ir.Pipeline) -> Update:
+    """One update of two made one after the other (the additions, then the removals)."""
+    return Update(diff_pipelines(old, new), first.incremental and second.incremental, first.reason or second.reason,
+                  first.program_changed or second.program_changed or not same_program(old, new),
+                  first.seconds + second.seconds)
 
 
 def _old_source(old_out: Path, key: str) -> str | None:

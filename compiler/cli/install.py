@@ -175,20 +175,38 @@ def hitless_pipelines(out: Path, args: argparse.Namespace):
     if not Path(old_out).is_dir():
         raise P4subError(f"{old_out}: no such output directory (the output the switch holds, for --hitless)")
     check_manifest(Path(old_out), ("pipeline.json",))  # the plan starts from what the switch holds
-    return ir.load(Path(old_out)), ir.load(out)
+    return ir.load(Path(old_out)), ir.load(out), _mid(out, Path(old_out))
+
+
+def _mid(out: Path, old_out: Path):
+    """The pipeline between of OUT (``compile --update`` in several lanes: the old rules plus the added
+    ones), when OUT was updated from ``old_out`` itself; else None."""
+    from compiler import ir
+    from compiler.incremental.hitless import MID
+
+    if not (out / MID).is_file():
+        return None
+    try:
+        updated_from = json.loads((out / "sources.json").read_text(encoding="utf-8")).get("updated_from")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return None
+    if not isinstance(updated_from, str) or Path(updated_from).resolve() != old_out.resolve():
+        return None
+    check_manifest(out, (MID,))
+    return ir.load(out / MID)
 
 
 def install_hitless(out: Path, args: argparse.Namespace) -> int:
     """``--hitless``: the plan rendered for the target, then written in order (see the module docstring)."""
     import tempfile
 
-    old, new = hitless_pipelines(out, args)
+    old, new, mid = hitless_pipelines(out, args)
     if args.target == "tofino":
         module = importlib.import_module("backends.tofino.hitless")
         return int(module.install(old, new, out, args) or 0)
     from backends.bmv2.hitless import hitless_request, options_of
 
-    request = hitless_request(old, new, options_of(out))
+    request = hitless_request(old, new, options_of(out), mid)
     with tempfile.TemporaryDirectory(prefix="p4sub-hitless-") as tmp:
         plan = Path(tmp) / "hitless.p4rt.json"
         plan.write_text(json.dumps(request) + "\n", encoding="utf-8")

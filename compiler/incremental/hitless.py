@@ -51,6 +51,8 @@ from compiler.errors import P4subError
 from compiler.incremental.delta import entry_key, same_program
 
 INSERT, MODIFY, DELETE = "insert", "modify", "delete"
+#: In a ``compile --update`` output: the pipeline of the old rules plus the added ones, for plan_through.
+MID = "mid.pipeline.json"
 GROUP_ID_LIMIT = 1 << 16
 TAIL_ROLES = ("leaf", "call", "keep")
 

@@ -254,3 +254,32 @@ def test_another_program_is_refused() -> None:
     new = compile_rules(SPEC, ast.RuleSet(tuple(_itch(50, 2))), CompileOptions(delivery="groups")).pipeline
     with pytest.raises(hitless.HitlessError, match="another program"):
         hitless.plan(old, new)
+
+
+def test_compile_update_in_several_lanes_keeps_the_pipeline_to_plan_through(tmp_path) -> None:
+    """compile --update in two lanes that both adds and removes rules writes the pipeline of the old
+    rules plus the added ones (hitless.MID); install --hitless takes it only from the output OUT was
+    updated from (cli.install._mid), and the plan through it ends on exactly the new entries."""
+    from compiler.cli import main
+    from compiler.cli.install import _mid
+    from tests.backends.bmv2.test_hitless import ITCH_SPEC, rules_text
+
+    old_rules = rules_text(3, 30)
+    (tmp_path / "old.sub").write_text("\n".join(old_rules) + "\n")
+    (tmp_path / "new.sub").write_text("\n".join(old_rules[10:] + rules_text(4, 10)) + "\n")
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    assert main(["compile", str(ITCH_SPEC), str(tmp_path / "old.sub"), "-o", str(v1), "--target", "none",
+                 "--delivery", "bitmap", "--lanes", "2", "--state-bits", "8"]) == 0
+    assert main(["compile", "--update", str(v1), str(tmp_path / "new.sub"), "-o", str(v2), "--target", "none"]) == 0
+    old, new = ir.load(v1), ir.load(v2)
+    assert len(hitless.changed_lanes(old, new)) > 1 and (v2 / hitless.MID).is_file()
+    mid = _mid(v2, v1)
+    assert mid is not None and _mid(v2, tmp_path) is None
+    assert set(old.entries) != set(mid.entries) != set(new.entries)
+    plan = hitless.plan_through(old, mid, new)
+    entries = {hitless.entry_key(e): e for e in old.entries}
+    groups = {g.id: tuple(g.ports) for g in old.multicast_groups}
+    for step in plan.steps:
+        for w in step.writes:
+            hitless.apply(entries, groups, w)
+    assert entries == {hitless.entry_key(e): e for e in new.entries}

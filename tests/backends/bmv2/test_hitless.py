@@ -204,3 +204,4 @@ def test_a_group_ports_table_without_room_for_the_shadow_groups_is_refused(tmp_p
     options = options_of(v2)
     with pytest.raises(HitlessError, match="p4sub_group_ports would hold"):
         hitless_request(a, b, replace(options, table_sizes={**options.table_sizes, PORTS_TABLE: tight}))
+
