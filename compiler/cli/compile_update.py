@@ -143,7 +143,8 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
             emit_options = (backend.options_from_args(args),) if hasattr(backend, "options_from_args") else ()
             backend.emit(pipeline, stage, *emit_options)
         ir.save(pipeline, stage / "pipeline.json")
-        if mid is not None and not update.program_changed and len(hitless.changed_lanes(old, pipeline)) > 1:
+        # Only an incremental update keeps every rule in its lane (a full compile may deal them out again).
+        if mid is not None and update.incremental and not update.program_changed and len(hitless.changed_lanes(old, pipeline)) > 1:
             ir.save(mid, stage / hitless.MID)  # install --hitless plans through it (hitless.plan_through)
         stats = {**stats, "update": update.to_json()}
         (stage / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
