@@ -144,7 +144,8 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
             backend.emit(pipeline, stage, *emit_options)
         ir.save(pipeline, stage / "pipeline.json")
         # Only an incremental update keeps every rule in its lane (a full compile may deal them out again).
-        if mid is not None and update.incremental and not update.program_changed and len(hitless.changed_lanes(old, pipeline)) > 1:
+        if (mid is not None and update.incremental and not update.program_changed
+                and len(hitless.changed_lanes(old, pipeline)) > 1):
             ir.save(mid, stage / hitless.MID)  # install --hitless plans through it (hitless.plan_through)
         stats = {**stats, "update": update.to_json()}
         (stage / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
