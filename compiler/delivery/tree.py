@@ -250,6 +250,21 @@ def _pruned_spt(adj: list[list[tuple[int, int]]], root: int, terminals: set[int]
     return edges
 
 
+def hops(adj: list[list[tuple[int, int]]], start: int) -> list[int]:
+    """Switch hops from switch index ``start`` to every switch (-1: unreachable), breadth first over
+    ``switch_index``'s adjacency."""
+    dist = [-1] * len(adj)
+    dist[start] = 0
+    queue = deque([start])
+    while queue:
+        u = queue.popleft()
+        for _, w in adj[u]:
+            if dist[w] < 0:
+                dist[w] = dist[u] + 1
+                queue.append(w)
+    return dist
+
+
 def next_hop_ports(topology: Topology) -> list[list[int]]:
     """``table[src][dst]``: the port at switch index ``src`` on a shortest path to switch ``dst``
     (lowest such port; 0 when ``src == dst``). The unicast routing every MAC- or BIER-style baseline
@@ -261,15 +276,7 @@ def next_hop_ports(topology: Topology) -> list[list[int]]:
     n = len(adj)
     table = [[0] * n for _ in range(n)]
     for dst in range(n):
-        dist = [-1] * n
-        dist[dst] = 0
-        queue = deque([dst])
-        while queue:
-            u = queue.popleft()
-            for _, w in adj[u]:
-                if dist[w] < 0:
-                    dist[w] = dist[u] + 1
-                    queue.append(w)
+        dist = hops(adj, dst)
         for v in range(n):
             if v == dst:
                 continue

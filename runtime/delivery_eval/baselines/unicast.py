@@ -8,12 +8,11 @@ the last copy goes to the farthest receiver: the worst case the dissertation's d
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Collection
 
 from compiler.delivery.cost import SwitchCost
 from compiler.delivery.scheme import Emit, Publication, Scheme, SwitchEntries, TableEntry
-from compiler.delivery.tree import DeliveryTree, next_hop_ports, switch_index
+from compiler.delivery.tree import DeliveryTree, hops, next_hop_ports, switch_index
 from compiler.delivery.wire import host_mac
 from compiler.topology import Topology
 
@@ -21,16 +20,7 @@ from compiler.topology import Topology
 def hop_distances(topology: Topology, source: str) -> dict[str, int]:
     """Switch hops from ``source`` to every switch."""
     names, index, adj = switch_index(topology)
-    dist = [-1] * len(names)
-    dist[index[source]] = 0
-    queue = deque([index[source]])
-    while queue:
-        u = queue.popleft()
-        for _, w in adj[u]:
-            if dist[w] < 0:
-                dist[w] = dist[u] + 1
-                queue.append(w)
-    return {names[i]: d for i, d in enumerate(dist)}
+    return {names[i]: d for i, d in enumerate(hops(adj, index[source]))}
 
 
 class Unicast(Scheme):
