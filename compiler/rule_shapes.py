@@ -111,7 +111,7 @@ def shape_of(slots: int) -> Callable[[tuple], tuple]:
     ``fwd``, ``drop`` and user action's name, and whether more actions follow (an empty group
     among them)."""
     first, second, more = action_groups(USUAL, slots)
-    return itemgetter(*(USUAL.slot_groups * k + i for k in range(slots) for i in (0, 1, 5, 6)),
+    return itemgetter(*(USUAL.group(k, role) - 1 for k in range(slots) for role in ("join", "prefix", "truth", "closes")),
                       *(w + i for w in (first, second) for i in (-1, 1, 2)), more)
 
 
