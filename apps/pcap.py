@@ -26,8 +26,7 @@ from typing import BinaryIO, Iterator, NamedTuple
 import numpy as np
 
 from apps import storage
-from compiler.errors import P4subError
-from compiler.inputs import InputError, open_input
+from compiler.base import InputError, P4subError, open_input
 
 LINKTYPE_ETHERNET = 1
 
@@ -172,7 +171,7 @@ def _chunk_from_lists(buf: bytes, base: int, first_index: int, columns: list[lis
 
 def _open(path: str | os.PathLike[str]) -> BinaryIO:
     """A capture file: a URL through :mod:`apps.storage` (hdfs://, s3a://, file://: readable from any
-    cluster machine), else opened through :func:`compiler.inputs.open_input`: a regular file (a FIFO or
+    cluster machine), else opened through :func:`compiler.base.inputs.open_input`: a regular file (a FIFO or
     a device is refused, never waited on), with no size limit (traces are streamed and may be huge)."""
     if storage.is_url(path):
         return storage.open_url(os.fspath(path))

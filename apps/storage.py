@@ -24,7 +24,7 @@ import re
 from functools import lru_cache
 from typing import Any, BinaryIO
 
-from compiler.errors import P4subError
+from compiler.base import P4subError
 
 # URL schemes read through pyarrow.fs, and the pyarrow scheme each maps to. s3a/s3n are Hadoop's
 # names for S3; gs:// and others are left out on purpose (pyarrow's GCS client waits for a metadata

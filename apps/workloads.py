@@ -25,7 +25,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from apps.itch.symbols import symbol_names
-from compiler.errors import P4subError
+from compiler.base import P4subError
 
 ITCH_PRICE_SCALE = 10_000
 MAX_PRICE_RAW = 1000 * ITCH_PRICE_SCALE

@@ -24,11 +24,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compiler import rules as ast  # noqa: E402
-from compiler.compile import CompileOptions, compile_rules  # noqa: E402
-from compiler.lang import parse_rules  # noqa: E402
-from compiler.spec import FieldDef, HeaderInstance, HeaderType, QueryField, Spec  # noqa: E402
-from compiler.values import encode_string  # noqa: E402
+from compiler import rules as ast
+from compiler.compile import CompileOptions, compile_rules
+from compiler.rules.parser import parse_rules
+from compiler.rules.values import encode_string
+from compiler.spec.model import FieldDef, HeaderInstance, HeaderType, QueryField, Spec
 from runtime.model import Model  # noqa: E402
 
 FIELDS = {

@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import time
 
+from compiler.base.errors import P4subError
 from compiler.delivery.stack import HeaderStackEncoding
 from compiler.delivery.tree import steiner_tree
 from compiler.delivery.wire import ETHERTYPE_IPV4, ethernet_frame, host_mac
-from compiler.errors import P4subError
-from compiler.topology import facebook_fabric, fat_tree, jellyfish
+from compiler.network.topology import facebook_fabric, fat_tree, jellyfish
 from runtime.delivery_eval import SCHEMES, make_scheme, simulate
 from runtime.delivery_eval.evaluation import PUBLISHER_DST, workload
 

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _siena_spec():
     from apps.siena.spec import siena_spec_text
     from apps.workloads import SienaConfig
-    from compiler.spec_reader import parse_spec
+    from compiler.spec.reader import parse_spec
 
     return parse_spec(siena_spec_text(SienaConfig()), "siena.p4")
 
@@ -43,7 +43,7 @@ def _point(kind: str, filters: int, constraints: int, today_limit: int, sample: 
     """One measurement, in a child process; puts a JSON-ready row on ``queue``."""
     from compiler import bdd
     from compiler.compile import CompileOptions, compile_rules
-    from compiler.lang import parse_rules
+    from compiler.rules.parser import parse_rules
     from compiler.tables import build_pipeline, pipeline_stats
 
     row: dict = {"workload": kind, "filters": filters, "constraints": constraints}
@@ -57,7 +57,7 @@ def _point(kind: str, filters: int, constraints: int, today_limit: int, sample: 
         columns = siena_packets(sample, config, seed=1)
     else:
         from apps.workloads import int_rules, itch_rules, workload_text
-        from compiler.spec_reader import read_spec
+        from compiler.spec.reader import read_spec
 
         if kind == "itch":
             spec = read_spec(ROOT / "apps/itch/itch.p4")
@@ -94,7 +94,6 @@ def _point(kind: str, filters: int, constraints: int, today_limit: int, sample: 
     if kind in ("itch", "int"):
         import backends.tofino as tofino
         from backends.tofino import compile_options
-
         from backends.tofino.layout import TofinoOptions
 
         tof = compile_rules(spec, rules, CompileOptions(tables=compile_options(spec)))
@@ -126,7 +125,7 @@ def small_points() -> None:
     """The issue's own table: a few dozen Siena filters (seed 0), each compiled, proved by ``verify``."""
     from apps.workloads import SienaConfig, siena_rules, workload_text
     from compiler.compile import compile_rules
-    from compiler.lang import parse_rules
+    from compiler.rules.parser import parse_rules
     from compiler.verify import verify
 
     spec = _siena_spec()

@@ -27,12 +27,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_compile import itch_rules, spec  # noqa: E402
-from compiler import rules as ast  # noqa: E402
-from compiler.compile import CompileOptions  # noqa: E402
-from compiler.incremental import Incremental, hitless  # noqa: E402
-from compiler.tables import TableOptions  # noqa: E402
-from compiler.typecheck import check_rules  # noqa: E402
-from compiler.values import encode_string  # noqa: E402
+from compiler import rules as ast
+from compiler.compile import CompileOptions
+from compiler.incremental import Incremental, hitless
+from compiler.rules.typecheck import check_rules
+from compiler.rules.values import encode_string
+from compiler.tables import TableOptions
 from runtime.update_replay import delta_writes, replay_across  # noqa: E402
 
 

@@ -31,8 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_compile import hicn_rules, itch_rules, spec  # noqa: E402
-from compiler.compile import CompileOptions, compile_rules  # noqa: E402
-from compiler.incremental import Incremental  # noqa: E402
+from compiler.compile import CompileOptions, compile_rules
+from compiler.incremental import Incremental
 
 TARGET_MS = 50.0
 
@@ -95,7 +95,7 @@ def bench_api(n: int, changes: int, options: CompileOptions, seed: int,
 
 def bench_cli(n: int, delivery: str) -> None:
     """``p4sub compile`` then ``p4sub compile --update`` with one filter more, timed by its own report."""
-    from compiler.cli import main
+    from p4sub import main
 
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)

@@ -1,11 +1,11 @@
 """Rule-file parsing speed in every spelling (issue 16 item 4: >= 100,000 rules/s each), and the
 whole `p4sub check` / `p4sub compile` on 100,000 rules in Camus's own syntax.
 
-Each spelling is a seeded file of N rules (100,000 by default) parsed by `compiler.lang.parse_rules`
+Each spelling is a seeded file of N rules (100,000 by default) parsed by `compiler.rules.parser.parse_rules`
 (the hand-written parser, the lark grammar only for what it cannot vouch for). Prints one JSON line
 per spelling: CPU seconds (process time, best of --repeat: the machine is shared), rules/s, whether
 the grammar was needed, and how many rules were read token by token (not by one match of
-compiler/fastparse.py's regexes). Every row is held to the target but `token_path`, which shows
+compiler/rules/fastparse.py's regexes). Every row is held to the target but `token_path`, which shows
 what the rules the one match does not take (more than 64 comparisons, comments among the
 actions) cost.
 
@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from apps.itch.symbols import symbol_names  # noqa: E402
 from apps.workloads import SienaConfig, itch_rules, siena_rules  # noqa: E402
-from compiler import fastparse, lang  # noqa: E402
+from compiler.rules import fastparse
+from compiler.rules import parser as lang
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = 100_000  # rules/s
@@ -161,7 +162,7 @@ SPELLINGS = {"p4sub": p4sub_syntax, "p4sub_5_constraints": p4sub_five, "camus": 
 
 
 def token_by_token(text: str) -> int:
-    """How many rules of the text compiler/fastparse.py reads token by token (not by one match)."""
+    """How many rules of the text compiler/rules/fastparse.py reads token by token (not by one match)."""
     read = []
     parser = fastparse._Parser(text, "bench")
     plain = parser.rule
@@ -186,7 +187,7 @@ def measure(name: str, text: str, repeat: int) -> dict:
 
 
 # The command in a child that reports its own peak memory.
-_CHILD = ("import resource, sys\nfrom compiler.cli import main\ncode = main(sys.argv[1:])\n"
+_CHILD = ("import resource, sys\nfrom p4sub import main\ncode = main(sys.argv[1:])\n"
           "print('peak_rss_kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(code)")
 
 

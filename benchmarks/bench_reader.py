@@ -28,7 +28,7 @@ FIELDS = ["add_order.stock", "add_order.price"]
 
 
 def time_new(feed: Path, batch_packets: int) -> dict:
-    from compiler.spec_reader import read_spec
+    from compiler.spec.reader import read_spec
     from runtime.spec_trace import SpecTraceReader
 
     source = SpecTraceReader(feed, read_spec(ROOT / "apps/itch/itch.p4"), FIELDS, batch_packets=batch_packets)
@@ -60,7 +60,7 @@ def main() -> int:
         feed = ROOT / "benchmarks" / "out" / f"itch-{args.messages}-seed1.pcap"
         if not feed.is_file():
             feed.parent.mkdir(parents=True, exist_ok=True)
-            subprocess.run([sys.executable, "-m", "compiler", "gen", "itch", "--messages", str(args.messages),
+            subprocess.run([sys.executable, "-m", "p4sub", "gen", "itch", "--messages", str(args.messages),
                             "--seed", "1", "-q", "-o", str(feed)], check=True, cwd=ROOT)
     out = {"feed": str(feed), "bytes": os.path.getsize(feed), "batch_packets": args.batch_packets,
            "load_start": [round(x, 2) for x in os.getloadavg()]}

@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 from apps.workloads import itch_rules  # noqa: E402
 
 SPEC = ROOT / "apps" / "itch" / "itch.p4"
-P4SUB = [sys.executable, "-m", "compiler"]
+P4SUB = [sys.executable, "-m", "p4sub"]
 SYMBOLS, HOSTS, ZIPF, BATCH, SEED = 100, 200, 1.1, "1-12", 1
 
 

@@ -7,7 +7,7 @@ The workload is Camus §7.5's: 3-field ITCH filters ``stock == S and price > P a
 ``shares`` constant is a multiple of 100, α in {1, 10, 100} only ever rewrites prices.
 
 For every (policy, α, filter count) on ``fat_tree(4)`` (20 switches, 16 hosts) the network is
-routed and compiled with :func:`compiler.network_compile.compile_network` in a process pool,
+routed and compiled with :func:`compiler.network.compile.compile_network` in a process pool,
 written to a scratch directory as ``p4sub route`` would, loaded back and simulated with
 :mod:`runtime.netsim` on random ITCH Add Order rows published at h1 (one message per packet,
 62 + 38 bytes). Reported:
@@ -51,14 +51,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from apps.itch.symbols import symbol_names  # noqa: E402
 from apps.workloads import MAX_PRICE_RAW, itch_rules  # noqa: E402
-from compiler import rules as ast  # noqa: E402
-from compiler.approximate import Alpha  # noqa: E402
-from compiler.lang import parse_rules  # noqa: E402
-from compiler.network_compile import compile_network  # noqa: E402
-from compiler.spec import Spec  # noqa: E402
-from compiler.spec_reader import read_spec  # noqa: E402
-from compiler.topology import Topology, fat_tree  # noqa: E402
-from compiler.values import encode_string  # noqa: E402
+from compiler import rules as ast
+from compiler.approximate import Alpha
+from compiler.network.compile import compile_network
+from compiler.network.topology import Topology, fat_tree
+from compiler.rules.parser import parse_rules
+from compiler.rules.values import encode_string
+from compiler.spec.model import Spec
+from compiler.spec.reader import read_spec
 from runtime.netsim import Batch, load_network, simulate  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -36,10 +36,19 @@ from apps.itch.symbols import symbol_names  # noqa: E402
 from backends.tofino import compile_budget, compile_options  # noqa: E402
 from backends.tofino.layout import plan  # noqa: E402
 from backends.tofino.resources import estimate  # noqa: E402
-from compiler.compile import CompileOptions, compile_rules  # noqa: E402
-from compiler.errors import ResourceError  # noqa: E402
-from compiler import rules as ast  # noqa: E402
-from compiler.spec import Extract, FieldDef, HeaderInstance, HeaderType, ParserState, QueryField, SelectCase, Spec  # noqa: E402
+from compiler import rules as ast
+from compiler.base.errors import ResourceError
+from compiler.compile import CompileOptions, compile_rules
+from compiler.spec.model import (
+    Extract,
+    FieldDef,
+    HeaderInstance,
+    HeaderType,
+    ParserState,
+    QueryField,
+    SelectCase,
+    Spec,
+)
 
 CAMUS_TABLE1 = {"ITCH": (3.7, 4.17, 46.0), "INT": (0.73, 3.45, 0.0), "hICN": (74.9, 0.69, 0.0)}
 

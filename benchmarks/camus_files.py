@@ -46,7 +46,7 @@ PROBES = 300
 
 
 def p4sub(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compiler", *args], capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-m", "p4sub", *args], capture_output=True, text=True, timeout=600)
 
 
 def first_error(done: subprocess.CompletedProcess) -> str:
@@ -56,11 +56,11 @@ def first_error(done: subprocess.CompletedProcess) -> str:
 
 def on_switch(out: Path, spec_path: Path, rules: Path, work: Path) -> str:
     """Build the BMv2 program, run generated packets through simple_switch, compare with the model."""
+    from apps.pcap import read_pcap
     from compiler import ir
     from runtime import bmv2_pcap
     from runtime.model import Model
     from runtime.parse_graph import ParseGraph
-    from apps.pcap import read_pcap
 
     if not (shutil.which("p4c-bm2-ss") and shutil.which("simple_switch") and shutil.which("simple_switch_CLI")):
         return "not run (needs p4c-bm2-ss and simple_switch)"
@@ -120,7 +120,7 @@ def try_pair(roots: dict[str, Path], repo: str, spec: str, rules: str, work: Pat
     row["compile"] = "ok" if none.returncode == 0 else first_error(none)
     verdict = p4sub("verify", str(base / "none"))
     row["verify"] = verdict.stdout.split(":")[0] if verdict.returncode == 0 else first_error(verdict) or verdict.stdout[:80]
-    from compiler.spec_reader import read_spec
+    from compiler.spec.reader import read_spec
 
     pragma_only = read_spec(spec_path).pragma_only
     bmv2_args = ["--target", "bmv2"] + (["--emit", "control"] if pragma_only else [])

@@ -4,7 +4,7 @@ Rewriting ``price > 53`` and ``price > 57`` both to ``price > 50`` makes many fi
 a switch that stores the filters of a whole subtree stores far fewer distinct ones, at the price
 of extra traffic. Every rewrite here matches a *superset* of what the original matched, so a
 subscriber never loses a packet (no false negatives); hosts filter exactly on their last hop,
-because :mod:`compiler.routing` approximates only ports that lead to other switches.
+because :mod:`compiler.network.routing` approximates only ports that lead to other switches.
 
 How each comparison on a numeric field with constant ``c`` is weakened (``⌊c⌋``/``⌈c⌉`` are the
 multiples of α just below/above ``c``):
@@ -30,7 +30,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Mapping
 
 from compiler import rules as ast
-from compiler.errors import P4subError
+from compiler.base import P4subError
 from compiler.spec import QueryField
 
 _NEGATED = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
@@ -103,7 +103,7 @@ def _nnf(f: ast.Filter, neg: bool) -> ast.Filter:
 def approximate(f: ast.Filter, alpha: Alpha, fields: Mapping[str, QueryField]) -> ast.Filter:
     """A filter matching a superset of ``f``'s packets, with numeric constants on multiples of α.
 
-    ``fields`` are the attribute infos of type checking (:class:`compiler.typecheck.TypedRules`).
+    ``fields`` are the attribute infos of type checking (:class:`compiler.rules.typecheck.TypedRules`).
     With an identity α the filter is returned unchanged.
     """
     if alpha.is_identity:

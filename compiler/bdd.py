@@ -29,17 +29,17 @@ the diagram as a tree.
 from __future__ import annotations
 
 import random
-
-import numpy as np
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
+import numpy as np
+
+from compiler.base import CompileError
 from compiler.dnf import DEFAULT_LIMIT, ActionSet, Cube, rule_actions, to_dnf
-from compiler.errors import CompileError
 from compiler.predicates import IntervalSet
+from compiler.rules import TypedRules, validity
+from compiler.rules import memo as filter_memo
 from compiler.spec import QueryField
-from compiler import filter_memo, validity
-from compiler.typecheck import TypedRules
 
 Edge = tuple[int, int, int]  # lo, hi, child node id
 
@@ -175,7 +175,7 @@ def rule_cubes(typed: TypedRules, dnf_limit: int = DEFAULT_LIMIT,
                rules: Sequence[int] | None = None) -> list[tuple[Cube, tuple]]:
     """Each rule's DNF cubes with its atomic actions (the input of :func:`build_cubes`).
 
-    A cube also requires the validity fields of the headers its rule reads (:mod:`compiler.validity`).
+    A cube also requires the validity fields of the headers its rule reads (:mod:`compiler.rules.validity`).
     """
     cubes: list[tuple[Cube, tuple]] = []
     all_rules = typed.rules.rules

@@ -9,16 +9,14 @@ from pathlib import Path
 from typing import Sequence
 
 from compiler import bdd, ir, stateful
+from compiler.base import CompileError, P4subError
 from compiler.budget import Selectivity, Widening, widenings
 from compiler.default_path import Default, add_default, default_of
 from compiler.dnf import DEFAULT_LIMIT, ActionSet, rule_actions
-from compiler.errors import CompileError, P4subError
-from compiler.lang import read_rules
 from compiler.lanes import LaneChoice, choose_lanes
-from compiler.rules import RuleSet
+from compiler.rules import RuleSet, TypedRules, check_rules, read_rules
 from compiler.spec import Spec
 from compiler.tables import TableOptions, bitmap_delivery, build_lanes, build_pipeline, pipeline_stats
-from compiler.typecheck import TypedRules, check_rules
 
 DELIVERIES = ("auto", "groups", "bitmap")
 #: ``--delivery groups`` builds its one diagram up to this many times the entry budget (at least
@@ -103,7 +101,7 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     start = time.perf_counter()
     typed = check_rules(rules, spec, port_bits=options.port_bits, reserved_ports=dict(options.reserved_ports))
     state = stateful.plan(typed)  # counters the rules read (binding errors before any diagram)
-    spec = typed.spec  # with the actions a pragma-only spec's rules call (compiler.typecheck)
+    spec = typed.spec  # with the actions a pragma-only spec's rules call (compiler.rules.typecheck)
     delivery = options.delivery
     if delivery not in DELIVERIES:
         raise P4subError(f"delivery {delivery!r}: expected one of {', '.join(DELIVERIES)}")
@@ -241,7 +239,7 @@ def layout_cost(stats: dict, pipeline: ir.Pipeline) -> int:
 
 
 def compile_files(spec_path: str | Path, rules_path: str | Path, options: CompileOptions = CompileOptions()) -> Compiled:
-    from compiler.spec_reader import read_spec
+    from compiler.spec import read_spec
 
     return compile_rules(read_spec(spec_path), read_rules(rules_path), options)
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from compiler import ir, validity
-from compiler.errors import P4subError
+from compiler import ir
+from compiler.base import P4subError
+from compiler.rules import validity
 from compiler.spec import Spec
 from compiler.tables import GROUP_WIDTH, PORT_WIDTH
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler import rules as ast
-from compiler.errors import CompileError
+from compiler.base import CompileError
 from compiler.predicates import IntervalSet, atom
 from compiler.spec import QueryField
 

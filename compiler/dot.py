@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compiler.bdd import Diagram
-from compiler.values import decode_string
+from compiler.rules import decode_string
 
 
 def _value(v: int, width: int, is_string: bool) -> str:

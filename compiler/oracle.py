@@ -2,7 +2,7 @@
 
 This is the oracle that property tests and trace replay compare compiled pipelines against, so it
 shares no code with the compiler's normalisation: each comparison is evaluated on the value as the
-operator reads, with the constant encoded by :mod:`compiler.values` (the one encoding every part
+operator reads, with the constant encoded by :mod:`compiler.rules.values` (the one encoding every part
 must agree on).
 """
 
@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from compiler import rules as ast
 from compiler.dnf import ActionSet, rule_actions
+from compiler.rules import TypedRules, encode_string, scale_decimal
 from compiler.spec import QueryField, Spec
-from compiler.typecheck import TypedRules
-from compiler.values import encode_string, scale_decimal
 
 
 def comparison_holds(cmp: ast.Comparison, info: QueryField, value: int) -> bool:

@@ -4,9 +4,9 @@
 Why one reader: three copies had drifted (a float scaled, an integer did not; ``null`` crashed
 explain; ``NaN`` and 5000-digit numbers crashed all three). Here JSON is parsed strictly - numbers
 with a fraction or exponent become exact ``Decimal``, never floats; ``NaN``, ``Infinity`` and
-numbers of more than :data:`~compiler.values.MAX_NUMBER_DIGITS` digits are refused with the field
+numbers of more than :data:`~compiler.rules.values.MAX_NUMBER_DIGITS` digits are refused with the field
 they were given for; duplicate keys are refused - and each value goes through
-:func:`compiler.values.packet_value` with the field's declared kind.
+:func:`compiler.rules.values.packet_value` with the field's declared kind.
 
 Header validity: a packet carries a header when it gives at least one of its fields (any key
 ``h.…``) or says ``"h.$valid": 1``; the row then holds ``h.$valid`` = 1, else 0 (``"h.$valid": 0``
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Iterable, Iterator, Mapping
 
-from compiler import ir, validity
-from compiler.errors import P4subError, SourceLocation
+from compiler import ir
+from compiler.base import P4subError, SourceLocation
+from compiler.rules import MAX_NUMBER_DIGITS, BadNumber, field_kind, packet_value, validity
 from compiler.spec import QueryField, Spec
-from compiler.values import MAX_NUMBER_DIGITS, BadNumber, field_kind, packet_value
 
 #: Arrays or objects nested deeper than this in one packet are refused (they are never field values).
 MAX_DEPTH = 32

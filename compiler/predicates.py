@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from compiler import rules as ast
+from compiler.rules import constant_value, string_prefix_range
 from compiler.spec import QueryField
-from compiler.typecheck import constant_value
-from compiler.values import string_prefix_range
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from compiler import filter_memo, ir
+from compiler import ir
 from compiler import rules as ast
-from compiler.errors import CompileError, P4subError, raise_all
+from compiler.base import CompileError, P4subError, raise_all
+from compiler.rules import TypedRules
+from compiler.rules import memo as filter_memo
 from compiler.spec import Counter, Spec
-from compiler.typecheck import TypedRules
 
 FUNCTIONS = ("count", "sum", "avg")
 #: Window ends are kept in 64 bits (a 48-bit microsecond clock plus the window never overflows them).
@@ -87,7 +88,7 @@ def field_width(spec: Spec, ref: str) -> int:
     """The width of a counter's key or field: a header field, or intrinsic metadata."""
     width = spec.field_width(ref)
     if width is None:
-        from compiler.spec_metadata import intrinsic_width
+        from compiler.spec import intrinsic_width
 
         inst, name = ref.split(".", 1)
         width = intrinsic_width(inst, name)

@@ -23,10 +23,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from compiler import ir, validity
+from compiler import ir
+from compiler.base import CompileError
 from compiler.bdd import Diagram
 from compiler.dnf import ActionSet
-from compiler.errors import CompileError
+from compiler.rules import validity
 from compiler.spec import QueryField, Spec
 
 RANGE_ENCODINGS = ("range", "ternary", "compress")

@@ -38,13 +38,12 @@ from typing import Any, Iterable
 
 from compiler import ir
 from compiler import rules as ast
+from compiler.base import P4subError
 from compiler.default_path import default_of
 from compiler.dnf import rule_actions
 from compiler.oracle import headers_read
-from compiler.errors import P4subError
+from compiler.rules import TypedRules, encode_string, scale_decimal
 from compiler.spec import QueryField
-from compiler.typecheck import TypedRules
-from compiler.values import encode_string, scale_decimal
 
 try:
     from dd import cudd as _bdd_module

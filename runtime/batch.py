@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from compiler.errors import P4subError
+from compiler.base import P4subError
 
 
 def batch_rows(columns: Mapping[str, Sequence[int] | np.ndarray], rows: int | None) -> int:

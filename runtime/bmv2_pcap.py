@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from apps.pcap import read_pcap, write_pcap
-from compiler.errors import P4subError
+from compiler.base import P4subError
 
 WAIT_S = 3
 

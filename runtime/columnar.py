@@ -37,14 +37,20 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from compiler import spec_expr as ex
-from compiler.errors import P4subError, SpecError
-from compiler.spec import Advance, Extract, Spec
-from compiler.spec_reader import parse_expression
-from compiler.validity import field_name as valid_name
-from compiler.validity import header_of_validity, is_validity
+from compiler.base import P4subError, SpecError
+from compiler.rules import field_name as valid_name
+from compiler.rules import header_of_validity, is_validity
+from compiler.spec import Advance, Extract, Spec, parse_expression
+from compiler.spec import expr as ex
 from runtime.parse_graph import (
-    ACCEPT, EXPRESSION_ERROR, NO_MATCH, PACKET_TOO_SHORT, PARSER_LOOP, REJECT, STACK_OUT_OF_BOUNDS, STATUSES,
+    ACCEPT,
+    EXPRESSION_ERROR,
+    NO_MATCH,
+    PACKET_TOO_SHORT,
+    PARSER_LOOP,
+    REJECT,
+    STACK_OUT_OF_BOUNDS,
+    STATUSES,
     ParseGraph,
 )
 

@@ -23,8 +23,8 @@ import numpy as np
 from compiler import ir
 from compiler import rules as ast
 from compiler.dnf import rule_actions
+from compiler.rules import TypedRules
 from compiler.spec import QueryField
-from compiler.typecheck import TypedRules
 from compiler.verify import comparison_intervals
 from runtime.model import Model
 

@@ -5,7 +5,7 @@ for. :func:`compiler.oracle.evaluate` answers that for one message, in Python, r
 trace of ten million messages and a hundred thousand rules that is out of reach. This module
 answers the same question for a whole batch with numpy, and shares no code with the compiler's
 normalisation (no DNF, no interval sets, no diagram): it reads the rule AST directly and uses only
-:mod:`compiler.values` for constants, the one encoding every part of p4sub must agree on.
+:mod:`compiler.rules.values` for constants, the one encoding every part of p4sub must agree on.
 
 How a batch is evaluated without testing every rule on every message:
 
@@ -44,12 +44,11 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from compiler import rules as ast
-from compiler.errors import P4subError
+from compiler.base import P4subError
+from compiler.rules import TypedRules, encode_string, scale_decimal
 from compiler.spec import QueryField, Spec
-from compiler.typecheck import TypedRules
-from compiler.values import encode_string, scale_decimal
-from runtime.groundtruth_state import StateLoop
 from runtime.batch import batch_rows
+from runtime.groundtruth_state import StateLoop
 from runtime.replay_ports import PortSpace
 
 ORDER_OPS = ("<", "<=", ">", ">=")

@@ -18,9 +18,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from compiler import rules as ast
-from compiler.errors import P4subError
-from compiler.spec import Counter, Spec
-from compiler.spec_metadata import intrinsic_width
+from compiler.base import P4subError
+from compiler.spec import Counter, Spec, intrinsic_width
 
 TIME = "timestamp_ns"
 

@@ -26,11 +26,11 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from compiler import ir, validity
-from compiler.errors import P4subError
+from compiler import ir
+from compiler.base import P4subError
+from compiler.rules import validity
 from runtime.batch import batch_rows
 from runtime.state import StateEngine
-
 
 # ------------------------------------------------------------------------------------------------
 # The literal P4Runtime semantics (one key tuple at a time)

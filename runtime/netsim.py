@@ -36,17 +36,11 @@ import numpy as np
 
 from apps.pcap import require_packets
 from compiler import ir
-from compiler.errors import P4subError, SourceLocation
-from compiler.spec import Spec
-from compiler.inputs import InputError, open_input, read_text, text_lines
-from compiler.lang import read_rules
-from compiler.network_compile import HOST_ID_BITS, layer_name
-from compiler.routing import UP_PORT, orientation
-from compiler.topology import Topology
-from compiler.topology_file import read_topology
-from compiler.typecheck import TypedRules, check_rules
+from compiler.base import InputError, P4subError, SourceLocation, open_input, read_text, text_lines
+from compiler.network import HOST_ID_BITS, UP_PORT, Topology, layer_name, orientation, read_topology
 from compiler.packet_json import PacketField, fields_from_query, read_lines
-from compiler.spec import QueryField
+from compiler.rules import TypedRules, check_rules, read_rules
+from compiler.spec import QueryField, Spec
 from runtime.groundtruth import GroundTruth
 from runtime.model import Model
 from runtime.replay_ports import PortSpace
@@ -220,7 +214,7 @@ def pcap_mode(network: Network, spec: Spec) -> str:
     (INT). A packet that is one message (no stack queried) is the same either way.
     """
     from backends.common.messages import message_layout
-    from compiler.errors import TargetError
+    from compiler.base import TargetError
 
     for sw in network.switches.values():
         pipeline = sw.model.pipeline

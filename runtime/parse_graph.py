@@ -25,11 +25,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from compiler import spec_expr as ex
-from compiler import validity
-from compiler.errors import SpecError
-from compiler.spec import Advance, Extract, HeaderType, Spec
-from compiler.spec_reader import parse_expression
+from compiler.base import SpecError
+from compiler.rules import validity
+from compiler.spec import Advance, Extract, HeaderType, Spec, parse_expression
+from compiler.spec import expr as ex
 
 ACCEPT = "accept"
 REJECT = "reject"

@@ -39,9 +39,9 @@ from typing import Any, Mapping, Sequence
 from apps import storage
 from apps.pcap import PcapRange
 from compiler import ir
-from compiler import spark_session as _spark
-from compiler.errors import P4subError
-from compiler.typecheck import TypedRules
+from compiler.base import P4subError
+from compiler.base import spark_session as _spark
+from compiler.rules import TypedRules
 from compiler.spec import Spec
 from runtime.replay_partition import PartitionStats, ReplayContext, merge, replay_range, spec_name
 from runtime.replay_ports import PortSpace
@@ -148,7 +148,7 @@ def trace_spec(pipeline: ir.Pipeline, spec: Spec | None = None, app_name: str | 
     if app_name is not None:
         if app_name not in APPS:
             raise P4subError(f"unknown app {app_name!r}; the shipped apps are {', '.join(APPS)} (or pass a spec)")
-        from compiler.spec_reader import read_spec
+        from compiler.spec import read_spec
 
         spec = read_spec(app_spec_path(app_name))
     spec = spec or pipeline.spec
@@ -194,7 +194,7 @@ def replay_local(pipeline: ir.Pipeline, typed: TypedRules, traces: Sequence[str 
 
 
 def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = None):
-    """A Spark session for replay (:func:`compiler.spark_session.spark_session`): the workers run
+    """A Spark session for replay (:func:`compiler.base.spark_session.spark_session`): the workers run
     this interpreter and import the p4sub code shipped to them, on any master."""
     return _spark.spark_session(master, conf, "p4sub replay")
 

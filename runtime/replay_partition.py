@@ -24,8 +24,8 @@ import numpy as np
 
 from apps.pcap import PcapRange
 from compiler import ir
+from compiler.rules import TypedRules
 from compiler.spec import Spec
-from compiler.typecheck import TypedRules
 from runtime.columnar import SpecReader
 from runtime.groundtruth import GroundTruth, rule_ports
 from runtime.model import Model, Result

@@ -13,8 +13,7 @@ import itertools
 import numpy as np
 
 from compiler import packet_json
-from compiler.errors import P4subError
-from compiler.inputs import check_regular, text_lines
+from compiler.base import P4subError, check_regular, text_lines
 from compiler.packet_json import fields_from_query
 from compiler.spec import QueryField, Spec
 

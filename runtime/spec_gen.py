@@ -25,10 +25,9 @@ import string
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
-from compiler import spec_expr as ex
-from compiler.errors import P4subError
-from compiler.spec import Advance, Extract, Spec
-from compiler.spec_reader import parse_expression
+from compiler.base import P4subError
+from compiler.spec import Advance, Extract, Spec, parse_expression
+from compiler.spec import expr as ex
 from runtime.parse_graph import ACCEPT, REJECT, ParseGraph
 
 MAX_STATES = 256  # a walk longer than this is abandoned (a loop the dice keep taking)
@@ -287,7 +286,7 @@ class SpecPacketGenerator:
 def rule_constants(typed) -> dict[str, list[int]]:
     """Per field, the raw constants the rules compare it with (what a packet must hit to match)."""
     from compiler import rules as ast
-    from compiler.values import encode_string, scale_decimal
+    from compiler.rules import encode_string, scale_decimal
 
     out: dict[str, list[int]] = {}
     for rule in typed.rules:

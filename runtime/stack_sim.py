@@ -26,9 +26,18 @@ from typing import Mapping
 
 import numpy as np
 
-from compiler.delivery.combined import MIXED_TAGS, RSET_META, STORED_ID, CombinedPlan, SwitchPlan, push_args
-from compiler.delivery.wire import ETH_HEADER, ETHERTYPE_STACK, STACK_SHIM
-from compiler.topology import Topology
+from compiler.delivery import (
+    ETH_HEADER,
+    ETHERTYPE_STACK,
+    MIXED_TAGS,
+    RSET_META,
+    STACK_SHIM,
+    STORED_ID,
+    CombinedPlan,
+    SwitchPlan,
+    push_args,
+)
+from compiler.network import Topology
 from runtime.model import Model
 
 

@@ -28,8 +28,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from compiler import ir, validity
-from compiler.errors import P4subError
+from compiler import ir
+from compiler.base import P4subError
+from compiler.rules import validity
 from compiler.stateful import field_width
 
 #: The column that gives each row's ingress time, in nanoseconds (replay's readers fill it from the capture).

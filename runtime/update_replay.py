@@ -25,9 +25,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from compiler import ir
-from compiler.incremental import hitless
-from compiler.incremental.delta import diff_pipelines, entry_key
-from compiler.typecheck import TypedRules
+from compiler.incremental import diff_pipelines, entry_key, hitless
+from compiler.rules import TypedRules
 from runtime.groundtruth import GroundTruth, rule_ports
 from runtime.model import Model
 from runtime.replay_partition import pipeline_ports

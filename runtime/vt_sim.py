@@ -23,9 +23,9 @@ from typing import Mapping
 
 import numpy as np
 
-from compiler.delivery.combined import RSET_META
-from compiler.delivery.vt.combined import VtPlan, push_words
-from compiler.topology import Topology
+from compiler.delivery import RSET_META
+from compiler.delivery.vt import VtPlan, push_words
+from compiler.network import Topology
 from runtime.model import Model
 
 ETHERTYPE = b"\x99\x99"

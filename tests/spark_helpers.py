@@ -6,7 +6,7 @@ process whose workers cannot find p4sub on their own: the child gets no ``PYTHON
 ``PYSPARK_PYTHON``, runs in a directory that is not the checkout, and imports this checkout
 through ``sys.path`` in its own process only (so that it runs this tree's code even where the
 venv's editable install points at another one); its Spark workers see none of that and must get
-the interpreter and the code from :mod:`compiler.spark_session`.
+the interpreter and the code from :mod:`compiler.base.spark_session`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-BOOT = f"import sys; sys.path.insert(0, {str(REPO)!r}); from compiler.cli import main; sys.exit(main(sys.argv[1:]))"
+BOOT = f"import sys; sys.path.insert(0, {str(REPO)!r}); from p4sub import main; sys.exit(main(sys.argv[1:]))"
 
 
 def java_runs() -> str | None:

@@ -27,7 +27,7 @@ from apps.int.metadata import P4SUB_INSTRUCTIONS, HopMetadata
 from apps.int.report import DEFAULT_REPORT_PORT, IndividualReport, ReportGroupHeader, TelemetryReport
 from apps.int.trace import IntTraceWriter, build_int_frame
 from apps.udp import UdpEndpoints
-from compiler.errors import P4subError
+from compiler.base import P4subError
 
 SERVICE_NS = 120
 MAX_HOPS = 8

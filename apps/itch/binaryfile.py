@@ -14,7 +14,7 @@ from typing import BinaryIO, Iterable, Iterator
 
 from apps.itch.messages import Message, decode_message, encode_message
 from apps.pcap import DamageCounter, TraceError
-from compiler.inputs import InputError, open_input
+from compiler.base import InputError, open_input
 
 CHUNK = 1 << 22
 

@@ -49,7 +49,7 @@ from apps.itch.messages import (
 from apps.itch.symbols import symbol_names
 from apps.itch.trace import DEFAULT_ENDPOINTS, DEFAULT_SESSION, ItchTraceWriter
 from apps.udp import UdpEndpoints
-from compiler.errors import P4subError
+from compiler.base import P4subError
 
 NS_PER_HOUR = 3_600_000_000_000
 TICK = 100  # one cent in Price(4) units

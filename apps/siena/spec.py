@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from apps.workloads import SienaConfig
-from compiler.errors import P4subError
+from compiler.base import P4subError
 
 #: UDP destination port that announces a Siena message ("SIEnA"-ish; not an IANA assignment).
 SIENA_PORT = 0x5E1A

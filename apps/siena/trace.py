@@ -8,7 +8,7 @@ every attribute (a Siena notification with all attributes set), so the attribute
 knob of the config only concerns rules.
 
 Columns are numpy ``uint64`` arrays keyed by the rules' field names (``siena.i0``, ``siena.s7``),
-holding what the switch reads: integers as they are, strings as :func:`compiler.values.encode_string`
+holding what the switch reads: integers as they are, strings as :func:`compiler.rules.values.encode_string`
 encodes them. They are the ground truth a replay or a parse of the pcap is checked against.
 """
 
@@ -24,8 +24,8 @@ from apps.pcap import PcapWriter
 from apps.siena.spec import INT_BITS, SIENA_PORT, STRING_BITS, siena_attributes
 from apps.udp import UdpEndpoints, build_udp_frame
 from apps.workloads import SienaConfig, _zipf_choice, siena_words
-from compiler.errors import P4subError
-from compiler.values import encode_string
+from compiler.base import P4subError
+from compiler.rules import encode_string
 
 #: 2019-01-30 00:00:00 UTC, the day the ITCH and INT generators use too.
 DEFAULT_START_NS = 1_548_806_400 * 10**9

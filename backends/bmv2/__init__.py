@@ -23,14 +23,13 @@ import dataclasses
 import json
 from pathlib import Path
 
-from compiler import ir
-from compiler.outputs import write_files
-
 from backends.bmv2.cli_commands import commands
 from backends.bmv2.include import IncludeOptions, render_include
 from backends.bmv2.p4runtime import one_update_per_line, write_request
 from backends.bmv2.program import Bmv2Options, Bmv2Program, build_program
 from backends.bmv2.target import UNION_GROUP, V1MODEL
+from compiler import ir
+from compiler.base import write_files
 
 PROGRAM = "program.p4"
 ENTRIES = "entries.p4rt.json"

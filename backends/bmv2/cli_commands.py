@@ -18,12 +18,11 @@ entry gets 1.
 
 from __future__ import annotations
 
-from compiler import ir
-from compiler.errors import P4subError
-
 from backends.bmv2.program import Bmv2Program
 from backends.bmv2.target import REPLICA_INSTANCE, V1MODEL
 from backends.common.names import NO_ACTION, p4info_action_name, p4info_table_name
+from compiler import ir
+from compiler.base import P4subError
 
 
 def number(value: int) -> str:

@@ -21,15 +21,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from compiler import ir
-from compiler.errors import P4subError
-from compiler.incremental import hitless
-from compiler.inputs import read_text
-
 from backends.bmv2 import update_plan
 from backends.bmv2.p4runtime import entities, multicast_group_entry, table_entry
 from backends.bmv2.program import PORTS_ACTION, PORTS_TABLE, Bmv2Options, Bmv2Program, build_program, port_bitmap
 from backends.bmv2.target import UNION_GROUP, V1MODEL
+from compiler import ir
+from compiler.base import P4subError, read_text
+from compiler.incremental import hitless
 
 FORMAT = "p4sub.p4runtime-hitless/1"
 OPS = {hitless.INSERT: update_plan.INSERT, hitless.MODIFY: update_plan.MODIFY, hitless.DELETE: update_plan.DELETE}

@@ -32,25 +32,41 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from compiler import ir
-from compiler.errors import ResourceError, TargetError
-
+from backends.bmv2 import state
 from backends.bmv2.cli_commands import commands
 from backends.bmv2.p4runtime import one_update_per_line, write_request
-from backends.bmv2 import state
 from backends.bmv2.program import Bmv2Program, Copy, copy_member, intrinsic_keys
-from backends.common.state import check_state, state_keys
 from backends.bmv2.target import MAX_GROUP_ID, V1MODEL
 from backends.common.controls import action_decls, apply_statements, chained_tables, table_decl
 from backends.common.headers import Member, bits, struct_decl
-from backends.common.include import (CONTROL, CONTROL_FILE, LOOKED_AT, MATCHED, META_PARAM, METADATA_TYPE,
-                                     check_headers_type, check_instance, headers_read, include_pipeline,
-                                     metadata_members)
+from backends.common.include import (
+    CONTROL,
+    CONTROL_FILE,
+    LOOKED_AT,
+    MATCHED,
+    META_PARAM,
+    METADATA_TYPE,
+    check_headers_type,
+    check_instance,
+    headers_read,
+    include_pipeline,
+    metadata_members,
+)
 from backends.common.literals import literal
 from backends.common.messages import message_layout
-from backends.common.names import check_key_fields, field_expression, guard_condition, is_meta, looked_at_condition, split_field
+from backends.common.names import (
+    check_key_fields,
+    field_expression,
+    guard_condition,
+    is_meta,
+    looked_at_condition,
+    split_field,
+)
+from backends.common.state import check_state, state_keys
 from backends.common.target import check_match_kinds
 from backends.common.templates import render_template
+from compiler import ir
+from compiler.base import ResourceError, TargetError
 
 DEFAULT_INSTANCE = "MyIngress.p4sub"
 

@@ -20,13 +20,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from compiler import ir
-from compiler.errors import P4subError
-
 from backends.bmv2.program import Bmv2Program
 from backends.bmv2.target import REPLICA_INSTANCE, V1MODEL
 from backends.common.literals import all_ones, canonical_bytes, prefix_mask
 from backends.common.names import p4info_action_name, p4info_key_name, p4info_param_name, p4info_table_name
+from compiler import ir
+from compiler.base import P4subError
 
 FORMAT = "p4sub.p4runtime-write/1"
 MAX_PRIORITY = (1 << 31) - 1

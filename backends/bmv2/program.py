@@ -22,14 +22,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-
-from compiler import ir
-from compiler.default_path import default_of
-from compiler.errors import ResourceError, TargetError
-
+from backends.bmv2 import state
 from backends.bmv2.target import (
-    RESUBMIT_FIELD_LIST,
     MAX_GROUP_ID,
+    RESUBMIT_FIELD_LIST,
     UNION_GROUP,
     V1MODEL,
 )
@@ -57,17 +53,19 @@ from backends.common.names import (
     check_key_fields,
     field_expression,
     guard_condition,
-    looked_at_condition,
     identifier,
     is_intrinsic,
     is_meta,
+    looked_at_condition,
     split_field,
 )
-from backends.bmv2 import state
 from backends.common.parser import emit_statements, parser_states
 from backends.common.state import check_state, state_keys
 from backends.common.target import check_match_kinds
 from backends.common.templates import render_template
+from compiler import ir
+from compiler.base import ResourceError, TargetError
+from compiler.default_path import default_of
 
 BATCH_MODES = ("auto", "single", "first", "union", "prune")
 # The batched path's table from a multicast group to its ports as a bitmap (bit p set for port p).

@@ -33,21 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
-from compiler import ir
-from compiler.delivery.combined import (
-    DROP_REASONS,
-    MIXED_TAGS,
-    RENDERED_ENCODINGS,
-    RSET_META,
-    CombinedPlan,
-    SwitchPlan,
-    push_args,
-)
-from compiler.errors import TargetError
-from compiler.outputs import write_files
-from compiler.spec import Extract
-
 from backends.bmv2.cli_commands import multicast_commands, number, table_add
 from backends.bmv2.p4runtime import FORMAT, hexbytes, multicast_group_entry, table_entry
 from backends.bmv2.program import Copy, copy_member
@@ -60,11 +45,31 @@ from backends.common.controls import (
     table_decl,
     user_call_members,
 )
-from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, header_member, header_type_decls, struct_decl
+from backends.common.headers import (
+    HEADERS_STRUCT,
+    METADATA_STRUCT,
+    Member,
+    bits,
+    header_member,
+    header_type_decls,
+    struct_decl,
+)
 from backends.common.messages import message_layout
 from backends.common.names import check_key_fields, field_expression, guard_condition, is_meta, split_field
 from backends.common.parser import emit_statements, parser_states
 from backends.common.templates import render_template
+from compiler import ir
+from compiler.base import TargetError, write_files
+from compiler.delivery import (
+    DROP_REASONS,
+    MIXED_TAGS,
+    RENDERED_ENCODINGS,
+    RSET_META,
+    CombinedPlan,
+    SwitchPlan,
+    push_args,
+)
+from compiler.spec import Extract
 
 PROGRAM = "program.p4"
 ENTRIES = "entries.p4rt.json"

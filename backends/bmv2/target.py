@@ -42,7 +42,7 @@ V1MODEL = TargetFacts(
     max_range_key_width=None,
     max_table_size=None,
     # v1model.p4's standard_metadata_t fields valid when the ingress starts; TNA's ingress port is
-    # the same port (compiler.spec_metadata).
+    # the same port (compiler.spec.metadata).
     query_metadata={
         "standard_metadata.ingress_port": "standard_metadata.ingress_port",
         "standard_metadata.packet_length": "standard_metadata.packet_length",

@@ -26,18 +26,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from compiler import ir
-from compiler.delivery.combined import RSET_META
-from compiler.delivery.vt.combined import VT_DROP_REASONS, VtPlan, VtSwitchPlan, push_words
-from compiler.errors import TargetError
-from compiler.outputs import write_files
-
 from backends.bmv2.cli_commands import table_add
 from backends.bmv2.p4runtime import FORMAT, table_entry
 from backends.bmv2.stack_program import edge_commands, edge_context, edge_updates, entries_text
 from backends.bmv2.target import V1MODEL
 from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, struct_decl
 from backends.common.templates import render_template
+from compiler import ir
+from compiler.base import TargetError, write_files
+from compiler.delivery import RSET_META
+from compiler.delivery.vt import VT_DROP_REASONS, VtPlan, VtSwitchPlan, push_words
 
 PROGRAM = "program.p4"
 ENTRIES = "entries.p4rt.json"

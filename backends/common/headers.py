@@ -10,10 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from compiler.errors import SpecError
-from compiler.spec import HeaderInstance, HeaderType, Spec
-
 from backends.common.names import identifier
+from compiler.base import SpecError
+from compiler.spec import HeaderInstance, HeaderType, Spec
 
 INDENT = "    "
 HEADERS_STRUCT = "p4sub_headers_t"

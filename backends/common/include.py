@@ -24,12 +24,11 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from compiler import ir
-from compiler.errors import TargetError
-
 from backends.common.controls import pipeline_metadata_members, user_call_members
 from backends.common.headers import Member, bits
 from backends.common.names import NO_ACTION, is_intrinsic, is_meta, split_field
+from compiler import ir
+from compiler.base import TargetError
 
 CONTROL_FILE = "p4sub_control.p4"
 CONTROL = "P4subIngress"

@@ -26,12 +26,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler import ir
-from compiler.errors import TargetError
-from compiler.spec import Spec
-
 from backends.common.names import is_meta, split_field
 from backends.common.parser import emit_groups
+from compiler import ir
+from compiler.base import TargetError
+from compiler.spec import Spec
 
 COUNT_NAMES = ("msg_cnt", "message_count", "msg_count", "messagecount", "count", "cnt")
 LENGTH_NAMES = {

@@ -13,7 +13,7 @@ the other with only the control's name changed:
   Control-plane code therefore names match fields with the IR's ``Key.field``, unchanged.
 * metadata ``meta.<name>`` of the IR is member ``<name>`` of the metadata struct; packet field
   ``h.f`` is ``hdr.h.f``; an intrinsic metadata field a spec queries (``standard_metadata.ingress_port``,
-  ``ig_intr_md.ingress_port``: :mod:`compiler.spec_metadata`) is the target's own metadata, spelled
+  ``ig_intr_md.ingress_port``: :mod:`compiler.spec.metadata`) is the target's own metadata, spelled
   by ``TargetFacts.query_metadata``, and its key keeps the IR name as ``@name``.
 
 Why stable ``@name`` annotations: the P4Info names are part of the installed state; a change in how
@@ -26,12 +26,11 @@ from __future__ import annotations
 import re
 
 from compiler import ir
-from compiler.errors import TargetError
-from compiler.spec import Spec
-from compiler.spec_metadata import INTRINSIC_METADATA, intrinsic_width
+from compiler.base import TargetError
+from compiler.spec import INTRINSIC_METADATA, Spec, intrinsic_width
 
 HDR = "hdr"
-VALID = "$valid"  # compiler.validity's field of a header: hdr.h.isValid() as a 1-bit key
+VALID = "$valid"  # compiler.rules.validity's field of a header: hdr.h.isValid() as a 1-bit key
 META = "meta"
 PACKET = "packet"
 NO_ACTION = "NoAction"

@@ -22,12 +22,11 @@ out of the output: a header that is not to be sent must be made invalid, not for
 
 from __future__ import annotations
 
-from compiler.errors import SpecError
-from compiler.spec import Advance, Extract, ParserState, SelectCase, Spec
-
 from backends.common.headers import INDENT, ref_width
 from backends.common.literals import all_ones, literal
 from backends.common.names import HDR, PACKET
+from compiler.base import SpecError
+from compiler.spec import Advance, Extract, ParserState, SelectCase, Spec
 
 BUILTIN_STATES = ("accept", "reject")
 
@@ -64,8 +63,8 @@ def _statement(stmt: Extract | Advance, *, packet: str, hdr: str) -> str:
         return f"{packet}.extract({target});"
     if stmt.bits is not None:
         return f"{packet}.advance({literal(stmt.bits, 32)});"
-    from compiler import spec_expr
-    from compiler.spec_reader import parse_expression
+    from compiler.spec import expr as spec_expr
+    from compiler.spec import parse_expression
 
     text = spec_expr.render(parse_expression(stmt.expression), f"{hdr}.")
     if packet != PACKET:

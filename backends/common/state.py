@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler import ir
-from compiler.stateful import field_width
-from compiler.errors import TargetError
-
 from backends.common.names import field_expression, meta_member, split_field
+from compiler import ir
+from compiler.base import TargetError
+from compiler.stateful import field_width
 
 
 def state_keys(pipeline: ir.Pipeline, meta: str = "meta") -> dict[str, str]:

@@ -10,7 +10,7 @@ primitive's arguments (``{0}``) and the names of the architecture's intrinsic me
 spelled the same on every target and are not looked up here.
 
 ``query_metadata`` maps the intrinsic metadata fields a spec may query
-(:mod:`compiler.spec_metadata`, by their IR reference) to the P4 expression a table key matches on
+(:mod:`compiler.spec.metadata`, by their IR reference) to the P4 expression a table key matches on
 this target. The ingress port is the one field both architectures have with the same meaning (the
 9-bit port the packet came in on, the numbering ``fwd(N)`` uses), so each target maps the other's
 name for it too; a field the target lacks is absent and refused by
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compiler import ir
-from compiler.errors import TargetError
+from compiler.base import TargetError
 
 
 @dataclass(frozen=True)

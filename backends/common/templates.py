@@ -12,7 +12,7 @@ import jinja2
 
 def _loader(directory: Path) -> jinja2.BaseLoader:
     """Templates from ``directory``, or from inside the zip it lies in: on Spark executors p4sub is
-    imported from the zip the driver shipped (compiler.spark_session), and ``__file__`` points into it."""
+    imported from the zip the driver shipped (compiler.base.spark_session), and ``__file__`` points into it."""
     if directory.is_dir():
         return jinja2.FileSystemLoader(directory)
     archive = next((p for p in directory.parents if p.is_file() and zipfile.is_zipfile(p)), None)

@@ -9,7 +9,7 @@
   of Camus Table 1 (:mod:`backends.tofino.resources`).
 
 Everything is checked before anything is written: a pipeline that cannot be rendered, or does not
-fit the chip, raises a :class:`~compiler.errors.P4subError` and leaves ``out_dir`` alone.
+fit the chip, raises a :class:`~compiler.base.errors.P4subError` and leaves ``out_dir`` alone.
 
 ``emit_control(pipeline, out_dir, IncludeOptions(...))`` is include mode (:mod:`backends.tofino.include`):
 only the subscription control ``p4sub_control.p4`` for the user's own TNA program, its BF Runtime
@@ -40,15 +40,17 @@ from backends.tofino.program import Program, render
 from backends.tofino.resources import Estimate, estimate
 from backends.tofino.target import TOFINO1, Target, facts
 from compiler import ir
+from compiler.base import ResourceError, TargetError, write_files
 from compiler.compile import Budget
 from compiler.default_path import default_of
-from compiler.errors import ResourceError, TargetError
-from compiler.outputs import write_files
 from compiler.spec import Spec
 from compiler.tables import TableOptions
 
-__all__ = ["emit", "emit_control", "build", "compile_options", "network_options", "TofinoOptions", "IncludeOptions",
-           "Rendered", "TOFINO1", "Target"]
+#: The public face; ``hitless``, ``install``, ``stack_program``, ``target`` and ``vt_program`` are public
+#: modules (install and hitless import the BF Runtime client only when called).
+__all__ = ["emit", "emit_control", "build", "compile_options", "network_options", "options_from_args",
+           "TofinoOptions", "IncludeOptions", "Rendered", "TOFINO1", "Target",
+           "hitless", "install", "stack_program", "target", "vt_program"]
 
 PROGRAM_FILE = "program.p4"
 ENTRIES_FILE = "entries.bfrt.json"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 
 from backends.common.messages import MessageLayout
 from compiler import ir
-from compiler.errors import TargetError
+from compiler.base import TargetError
 
 UNION_GROUP = 0xFFFF
 EGRESS_PORT_KEY = "eg_intr_md.egress_port"

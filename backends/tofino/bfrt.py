@@ -40,7 +40,7 @@ from backends.common.names import p4info_param_name
 from backends.tofino.layout import KeyLayout, Layout, TableLayout
 from backends.tofino.target import Target
 from compiler import ir
-from compiler.errors import ResourceError
+from compiler.base import ResourceError
 
 FORMAT = "p4sub-bfrt/1"
 PRE_NODE = "$pre.node"

@@ -25,10 +25,10 @@ from typing import Any
 
 from backends.tofino import build, options_from_args, updates
 from backends.tofino.bfrt import PRE_MGID, PRE_NODE, entry_json, pre_records
-from backends.tofino.ranges import nibbles
 from backends.tofino.layout import Layout, TofinoOptions, _render_entries, _rows, entries_with_ranges
+from backends.tofino.ranges import nibbles
 from compiler import ir
-from compiler.errors import TargetError
+from compiler.base import TargetError
 from compiler.incremental import hitless
 
 KINDS = {hitless.INSERT: "add", hitless.MODIFY: "modify", hitless.DELETE: "delete"}

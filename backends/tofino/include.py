@@ -36,18 +36,31 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 
-from compiler import ir
-from compiler.errors import ResourceError, TargetError
-
 from backends.common.controls import action_decls, apply_statements, chained_tables
 from backends.common.headers import struct_decl
-from backends.common.include import (CONTROL, CONTROL_FILE, LOOKED_AT, MATCHED, META_PARAM, METADATA_TYPE,
-                                     check_headers_type, check_instance, headers_read, include_pipeline,
-                                     metadata_members)
+from backends.common.include import (
+    CONTROL,
+    CONTROL_FILE,
+    LOOKED_AT,
+    MATCHED,
+    META_PARAM,
+    METADATA_TYPE,
+    check_headers_type,
+    check_instance,
+    headers_read,
+    include_pipeline,
+    metadata_members,
+)
 from backends.common.literals import literal
 from backends.common.messages import message_layout
-from backends.common.names import (check_key_fields, field_expression, guard_condition, is_meta,
-                                   looked_at_condition, split_field)
+from backends.common.names import (
+    check_key_fields,
+    field_expression,
+    guard_condition,
+    is_meta,
+    looked_at_condition,
+    split_field,
+)
 from backends.common.templates import render_template
 from backends.tofino.bfrt import document
 from backends.tofino.fold import fold_miss_tables
@@ -55,6 +68,8 @@ from backends.tofino.layout import Layout, TableLayout, TofinoOptions, match_kin
 from backends.tofino.program import table_text
 from backends.tofino.resources import Estimate, estimate
 from backends.tofino.target import TOFINO1, Target, facts
+from compiler import ir
+from compiler.base import ResourceError, TargetError
 
 DEFAULT_INSTANCE = "SwitchIngress.p4sub"
 ENTRIES_FILE = "entries.bfrt.json"

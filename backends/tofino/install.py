@@ -25,7 +25,7 @@ from typing import Any
 
 from backends.tofino import updates
 from backends.tofino.bfrt import FORMAT, PRE_MGID, PRE_NODE
-from compiler.errors import P4subError, TargetError
+from compiler.base import P4subError, TargetError
 
 ENTRIES_FILE = "entries.bfrt.json"
 DEFAULT_GRPC = "127.0.0.1:50052"  # bf_switchd's BF Runtime gRPC port

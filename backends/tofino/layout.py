@@ -31,7 +31,7 @@ from backends.tofino.ranges import nibble_rows, nibbles, prefix_cover, tcam_bloc
 from backends.tofino.slices import pieces, steps
 from backends.tofino.target import TOFINO1, Target
 from compiler import ir
-from compiler.errors import ResourceError
+from compiler.base import ResourceError
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from backends.common.literals import literal
 from backends.tofino.layout import KeyLayout, TableLayout
 from backends.tofino.target import Target
 from compiler import ir
-from compiler.errors import TargetError
+from compiler.base import TargetError
 
 IN_PORT = "p4sub_in_port"
 FROM_UP = "p4sub_from_up"

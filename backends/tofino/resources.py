@@ -48,7 +48,7 @@ from backends.tofino.network import network_stage
 from backends.tofino.ranges import nibbles, tcam_blocks_wide
 from backends.tofino.target import Target
 from compiler import ir
-from compiler.errors import ResourceError
+from compiler.base import ResourceError
 
 
 @dataclass(frozen=True)

@@ -35,13 +35,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
 from backends.bmv2.stack_program import spec_ethernet
 from backends.common.controls import action_decls, apply_statements, pipeline_metadata_members, user_call_members
-from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, header_member, header_type_decls, struct_decl
+from backends.common.headers import (
+    HEADERS_STRUCT,
+    METADATA_STRUCT,
+    Member,
+    bits,
+    header_member,
+    header_type_decls,
+    struct_decl,
+)
 from backends.common.literals import literal
 from backends.common.messages import message_layout
-from backends.common.names import check_key_fields, field_expression, guard_condition, is_meta, p4info_param_name, split_field
+from backends.common.names import (
+    check_key_fields,
+    field_expression,
+    guard_condition,
+    is_meta,
+    p4info_param_name,
+    split_field,
+)
 from backends.common.parser import emit_statements, parser_states
 from backends.common.templates import render_template
 from backends.tofino.batch import EGRESS_PORT_KEY
@@ -51,10 +65,9 @@ from backends.tofino.layout import plan as plan_layout
 from backends.tofino.program import EGRESS_HEADERS, EGRESS_METADATA, SPEC_START, table_text, tna_spec
 from backends.tofino.target import TOFINO1, Target, facts
 from compiler import ir
-from compiler.delivery.combined import DROP_REASONS, MIXED_TAGS, RSET_META, CombinedPlan, SwitchPlan, push_args
-from compiler.delivery.vt.combined import VtPlan
-from compiler.delivery.wire import ETH_HEADER
-from compiler.errors import TargetError
+from compiler.base import TargetError
+from compiler.delivery import DROP_REASONS, ETH_HEADER, MIXED_TAGS, RSET_META, CombinedPlan, SwitchPlan, push_args
+from compiler.delivery.vt import VtPlan
 
 PROGRAM = "program.p4"
 ENTRIES = "entries.bfrt.json"

@@ -30,12 +30,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from compiler import ir
-from compiler.errors import TargetError
-
 from backends.common.headers import Member, bits
 from backends.common.names import meta_member
 from backends.common.state import inputs
+from compiler import ir
+from compiler.base import TargetError
 
 PAIR = "p4sub_pair_t"
 NOW = "p4sub_now"

@@ -40,16 +40,23 @@ from backends.tofino.batch import EGRESS_PORT_KEY
 from backends.tofino.bfrt import FORMAT, entry_json, pre_records
 from backends.tofino.layout import TableLayout
 from backends.tofino.program import EGRESS_HEADERS, EGRESS_METADATA, SPEC_START
-from backends.tofino.stack_program import (EGRESS_PARSE_BYTES, StackTable, exact_table, metadata_context, push_size,
-                                           rset_width, stack_entry, subscription_context, subscription_layout,
-                                           table_summary)
+from backends.tofino.stack_program import (
+    EGRESS_PARSE_BYTES,
+    StackTable,
+    exact_table,
+    metadata_context,
+    push_size,
+    rset_width,
+    stack_entry,
+    subscription_context,
+    subscription_layout,
+    table_summary,
+)
 from backends.tofino.target import TOFINO1, Target
 from compiler import ir
-from compiler.delivery.combined import RSET_META
-from compiler.delivery.vt.combined import VT_DROP_REASONS, VtPlan, VtSwitchPlan, push_words
-from compiler.delivery.wire import ETH_HEADER
-from compiler.errors import TargetError
-from compiler.outputs import write_files
+from compiler.base import TargetError, write_files
+from compiler.delivery import ETH_HEADER, RSET_META
+from compiler.delivery.vt import VT_DROP_REASONS, VtPlan, VtSwitchPlan, push_words
 
 PROGRAM = "program.p4"
 ENTRIES = "entries.bfrt.json"

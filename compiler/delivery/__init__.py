@@ -12,16 +12,44 @@ from __future__ import annotations
 
 from typing import Callable, Collection
 
+from compiler.base import P4subError
+from compiler.delivery.combined import (
+    DROP_REASONS,
+    MIXED_TAGS,
+    RENDERED_ENCODINGS,
+    RSET_META,
+    STORED_ID,
+    CombinedPlan,
+    SwitchPlan,
+    plan_combined,
+    plan_json,
+    push_args,
+)
+from compiler.delivery.cost import FEED_IN_MS, SwitchCost, switch_delay_ms
 from compiler.delivery.mixed import Mixed
 from compiler.delivery.scheme import Emit, Publication, Scheme, SwitchEntries, TableEntry
-from compiler.delivery.stack import DISSERTATION_WIDTHS, HeaderStackEncoding, Widths
+from compiler.delivery.stack import DISSERTATION_WIDTHS, HeaderStackEncoding, Widths, mask_of, ports_of
 from compiler.delivery.stored_tree import StoredTreeHybrid
 from compiler.delivery.switch_bitmask import SwitchBitmask
 from compiler.delivery.switch_mcgroup import GroupTable, SwitchMcGroup
 from compiler.delivery.switch_port import SwitchPort
-from compiler.delivery.tree import DeliveryTree, steiner_tree
-from compiler.errors import P4subError
-from compiler.topology import Topology
+from compiler.delivery.tree import DeliveryTree, hops, next_hop_ports, steiner_tree, switch_index
+from compiler.delivery.wire import (
+    BROADCAST_MAC,
+    ETH_HEADER,
+    ETHERTYPE_IPV4,
+    ETHERTYPE_STACK,
+    STACK_SHIM,
+    Malformed,
+    attach_baseline,
+    ethernet_frame,
+    group_mac,
+    host_mac,
+    read_baseline,
+    rebuild_baseline,
+    split_baseline,
+)
+from compiler.network import Topology
 
 #: Encoding names accepted by :func:`make_encoding` (and, with the baselines, by
 #: :func:`runtime.delivery_eval.make_scheme` and ``p4sub eval delivery --schemes``).
@@ -80,7 +108,12 @@ def table_entries(topology: Topology, encoding: str = "port", **options) -> dict
 
 
 __all__ = [
-    "DISSERTATION_WIDTHS", "ENCODINGS", "DeliveryTree", "Emit", "GroupTable", "HeaderStackEncoding", "Mixed",
-    "Publication", "Scheme", "StoredTreeHybrid", "SwitchBitmask", "SwitchEntries", "SwitchMcGroup", "SwitchPort",
-    "TableEntry", "Widths", "encode", "encoding_factories", "make_encoding", "steiner_tree", "table_entries",
+    "BROADCAST_MAC", "DISSERTATION_WIDTHS", "DROP_REASONS", "ENCODINGS", "ETHERTYPE_IPV4", "ETHERTYPE_STACK",
+    "ETH_HEADER", "FEED_IN_MS", "MIXED_TAGS", "RENDERED_ENCODINGS", "RSET_META", "STACK_SHIM", "STORED_ID",
+    "CombinedPlan", "DeliveryTree", "Emit", "GroupTable", "HeaderStackEncoding", "Malformed", "Mixed", "Publication",
+    "Scheme", "StoredTreeHybrid", "SwitchBitmask", "SwitchCost", "SwitchEntries", "SwitchMcGroup", "SwitchPlan",
+    "SwitchPort", "TableEntry", "Widths", "attach_baseline", "encode", "encoding_factories", "ethernet_frame",
+    "group_mac", "hops", "host_mac", "make_encoding", "mask_of", "next_hop_ports", "plan_combined", "plan_json",
+    "ports_of", "push_args", "read_baseline", "rebuild_baseline", "split_baseline", "steiner_tree",
+    "switch_delay_ms", "switch_index", "table_entries",
 ]

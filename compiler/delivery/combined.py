@@ -58,17 +58,17 @@ from typing import Any, Collection
 
 from compiler import ir
 from compiler import rules as ast
+from compiler.base import P4subError
 from compiler.compile import CompileOptions, compile_rules
-from compiler.delivery.stack import HeaderStackEncoding, Widths, mask_of
 from compiler.delivery.mixed import TAG_BITMASK, TAG_GROUP, TAG_PORT, Mixed
+from compiler.delivery.stack import HeaderStackEncoding, Widths, mask_of
 from compiler.delivery.switch_bitmask import SwitchBitmask
 from compiler.delivery.switch_mcgroup import SwitchMcGroup
 from compiler.delivery.switch_port import SwitchPort
 from compiler.delivery.tree import DeliveryTree, steiner_tree
 from compiler.delivery.wire import ETH_HEADER, STACK_SHIM
-from compiler.errors import P4subError
+from compiler.network import Topology, ceil_bytes
 from compiler.spec import Spec
-from compiler.topology import Topology, ceil_bytes
 
 #: What ``--delivery header-stack:E`` accepts, and what the combined compile renders.
 DELIVERY_ENCODINGS = ("port", "bitmask", "mcgroup", "mixed")

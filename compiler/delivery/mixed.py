@@ -18,6 +18,7 @@ not looked at (the encoder never writes one) and is popped downstream.
 
 from __future__ import annotations
 
+from compiler.base import P4subError
 from compiler.delivery.cost import SwitchCost
 from compiler.delivery.scheme import TableEntry
 from compiler.delivery.stack import HeaderStackEncoding, Widths, mask_of, ports_of
@@ -25,8 +26,7 @@ from compiler.delivery.switch_bitmask import bit_ports, clone_per_bit, pop_to_ow
 from compiler.delivery.switch_mcgroup import GroupTable
 from compiler.delivery.tree import DeliveryTree
 from compiler.delivery.wire import LabelLayout
-from compiler.errors import P4subError
-from compiler.topology import Topology, ceil_bytes
+from compiler.network import Topology, ceil_bytes
 
 TAG_PORT, TAG_BITMASK, TAG_GROUP = 0, 1, 2
 

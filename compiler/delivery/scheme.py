@@ -15,7 +15,7 @@ from typing import ClassVar, Collection, Mapping, NamedTuple
 
 from compiler.delivery.cost import SwitchCost
 from compiler.delivery.tree import DeliveryTree
-from compiler.topology import Topology
+from compiler.network import Topology
 
 
 class Emit(NamedTuple):

@@ -19,12 +19,12 @@ from abc import abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar, Collection
 
+from compiler.base import P4subError
 from compiler.delivery.cost import SwitchCost
 from compiler.delivery.scheme import Emit, Publication, Scheme, SwitchEntries, TableEntry
 from compiler.delivery.tree import DeliveryTree, steiner_tree
 from compiler.delivery.wire import LabelLayout, Malformed, attach_stack, make_stack, parse_stack
-from compiler.errors import P4subError
-from compiler.topology import Topology, bits_for, ceil_bytes
+from compiler.network import Topology, bits_for, ceil_bytes
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,13 @@ from __future__ import annotations
 import random
 from typing import Collection
 
+from compiler.base import P4subError
 from compiler.delivery.cost import SwitchCost
 from compiler.delivery.scheme import Publication, TableEntry
 from compiler.delivery.stack import HeaderStackEncoding, Widths, mask_of, ports_of
 from compiler.delivery.tree import DeliveryTree, check_tree, prune
 from compiler.delivery.wire import LabelLayout
-from compiler.errors import P4subError
-from compiler.topology import Topology, ceil_bytes
+from compiler.network import Topology, ceil_bytes
 
 TREE_LABEL = 0
 

@@ -19,13 +19,13 @@ Bits for ports the switch does not have match no ternary rule and are ignored (c
 
 from __future__ import annotations
 
+from compiler.base import P4subError
 from compiler.delivery.cost import SwitchCost
 from compiler.delivery.scheme import TableEntry
 from compiler.delivery.stack import HeaderStackEncoding, mask_of, ports_of
 from compiler.delivery.tree import DeliveryTree
 from compiler.delivery.wire import LabelLayout
-from compiler.errors import P4subError
-from compiler.topology import ceil_bytes
+from compiler.network import ceil_bytes
 
 
 def pop_to_own(ids: list[int], sid: int, cost: SwitchCost) -> int | None:

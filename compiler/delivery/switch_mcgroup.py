@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import math
 
+from compiler.base import P4subError
 from compiler.delivery.cost import SwitchCost
 from compiler.delivery.scheme import SwitchEntries, TableEntry
 from compiler.delivery.stack import HeaderStackEncoding, Widths, ports_of
 from compiler.delivery.switch_bitmask import pop_to_own
 from compiler.delivery.tree import DeliveryTree
 from compiler.delivery.wire import LabelLayout
-from compiler.errors import P4subError
-from compiler.topology import Topology, ceil_bytes
+from compiler.network import Topology, ceil_bytes
 
 
 class GroupTable:

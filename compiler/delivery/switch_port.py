@@ -23,13 +23,13 @@ own. Clones to the ingress port are refused (counted as ``ingress-port`` drops).
 
 from __future__ import annotations
 
+from compiler.base import P4subError
 from compiler.delivery.cost import SwitchCost
 from compiler.delivery.scheme import TableEntry
 from compiler.delivery.stack import HeaderStackEncoding
 from compiler.delivery.tree import DeliveryTree
 from compiler.delivery.wire import LabelLayout
-from compiler.errors import P4subError
-from compiler.topology import ceil_bytes
+from compiler.network import ceil_bytes
 
 
 class SwitchPort(HeaderStackEncoding):

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from compiler import ir
-from compiler.errors import P4subError
+from compiler.base import P4subError
 from compiler.incremental.delta import entry_key, same_program
 
 INSERT, MODIFY, DELETE = "insert", "modify", "delete"

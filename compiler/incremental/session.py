@@ -23,19 +23,19 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from compiler import bdd, ir, validity
+from compiler import bdd, ir
 from compiler import rules as ast
-from compiler.compile import CompileOptions, Compiled, compile_rules, layout_cost, like
-from compiler.errors import P4subError
+from compiler.base import P4subError
+from compiler.compile import Compiled, CompileOptions, compile_rules, layout_cost, like
 from compiler.dnf import rule_actions
 from compiler.incremental.assign import LaneAssignment
 from compiler.incremental.delta import Delta, diff_entries, diff_groups, diff_pipelines, same_program
 from compiler.incremental.fallback import Fallback
 from compiler.incremental.lane import Groups, Lane
 from compiler.incremental.reconstruct import read_lane
+from compiler.rules import TypedRules, check_rules, validity
 from compiler.spec import Spec
 from compiler.tables import pipeline_stats
-from compiler.typecheck import TypedRules, check_rules
 
 
 @dataclass

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from compiler.delivery import ENCODINGS, encoding_factories
-from compiler.delivery.scheme import Scheme
-from compiler.delivery.stack import Widths
-from compiler.errors import P4subError
-from compiler.topology import Topology
+from compiler.base import P4subError
+from compiler.delivery import ENCODINGS, Scheme, Widths, encoding_factories
+from compiler.network import Topology
 from runtime.delivery_eval.baselines.bier import BierStyle
 from runtime.delivery_eval.baselines.broadcast import Broadcast
 from runtime.delivery_eval.baselines.elmo import ElmoStyle
@@ -57,4 +55,6 @@ def make_scheme(
 __all__ = [
     "BASELINES", "SCHEMES", "BierStyle", "Broadcast", "ElmoStyle", "Lipsin", "OpenFlowMulticast", "RunMetrics",
     "Unicast", "make_scheme", "simulate",
+    # public modules: the chapter-3 evaluation and its report, and the VT evaluations
+    "evaluation", "report", "vt",
 ]

@@ -14,13 +14,18 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-from compiler.delivery import ENCODINGS
-from compiler.delivery.scheme import Scheme
-from compiler.delivery.stack import DISSERTATION_WIDTHS, HeaderStackEncoding
-from compiler.delivery.tree import steiner_tree
-from compiler.delivery.wire import ETHERTYPE_IPV4, ethernet_frame, host_mac
-from compiler.errors import P4subError
-from compiler.topology import Topology
+from compiler.base import P4subError
+from compiler.delivery import (
+    DISSERTATION_WIDTHS,
+    ENCODINGS,
+    ETHERTYPE_IPV4,
+    HeaderStackEncoding,
+    Scheme,
+    ethernet_frame,
+    host_mac,
+    steiner_tree,
+)
+from compiler.network import Topology
 from runtime.delivery_eval import BASELINES, make_scheme
 from runtime.delivery_eval.simulator import RunMetrics, scheme_static_rules, simulate
 

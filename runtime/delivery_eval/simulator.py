@@ -20,9 +20,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Collection
 
-from compiler.delivery.cost import FEED_IN_MS, SwitchCost, switch_delay_ms
-from compiler.delivery.scheme import Publication, Scheme
-from compiler.delivery.tree import DeliveryTree
+from compiler.delivery import FEED_IN_MS, DeliveryTree, Publication, Scheme, SwitchCost, switch_delay_ms
 
 
 @dataclass

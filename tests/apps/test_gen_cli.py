@@ -10,7 +10,7 @@ from apps.int.generator import IntTraceConfig, write_int_trace
 from apps.itch.binaryfile import read_binary_file
 from apps.itch.feed import FeedConfig, generate_messages, write_itch_feed
 from apps.workloads import itch_rules, workload_text
-from compiler.cli import main
+from p4sub import main
 
 
 def test_gen_itch_writes_the_library_feed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

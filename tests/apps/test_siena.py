@@ -14,13 +14,13 @@ from apps.siena.trace import siena_packets, write_siena_pcap
 from apps.udp import ones_complement_sum
 from apps.workloads import SienaConfig, siena_rules, siena_words, workload_text
 from compiler import rules as ast
-from compiler.cli import main
-from compiler.errors import P4subError
-from compiler.lang import parse_rules
+from compiler.base.errors import P4subError
 from compiler.oracle import evaluate
-from compiler.spec_reader import parse_spec, read_spec
-from compiler.typecheck import check_rules
-from compiler.values import decode_string, encode_string
+from compiler.rules.parser import parse_rules
+from compiler.rules.typecheck import check_rules
+from compiler.rules.values import decode_string, encode_string
+from compiler.spec.reader import parse_spec, read_spec
+from p4sub import main
 from runtime.parse_graph import parse_packet
 
 SMALL = SienaConfig(attributes=5, constraints=(1, 3), int_fraction=0.4, values=30, header="msg")

@@ -10,7 +10,7 @@ import pytest
 
 from apps import storage
 from apps.pcap import PcapReader, pcap_record_offsets, split_pcap, write_pcap
-from compiler.errors import P4subError
+from compiler.base.errors import P4subError
 
 pytest.importorskip("pyarrow.fs", reason="pyarrow is a dependency of p4sub")
 
@@ -68,7 +68,7 @@ def test_an_unreachable_hdfs_is_a_user_error_with_what_it_needs() -> None:
 
 
 def test_cli_replay_of_a_missing_url_exits_2_before_spark_starts(tmp_path, capsys) -> None:
-    from compiler.cli import main
+    from p4sub import main
 
     repo = Path(__file__).resolve().parents[2]
     rules = tmp_path / "r.sub"

@@ -20,7 +20,7 @@ from apps.workloads import (
     siena_rules,
     workload_text,
 )
-from compiler.errors import P4subError
+from compiler.base.errors import P4subError
 
 GRAMMAR = Path(__file__).resolve().parents[2] / "grammar" / "subscription.lark"
 

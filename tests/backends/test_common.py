@@ -8,13 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler import ir
-from compiler.errors import SpecError, TargetError
-from compiler.spec import Advance, Extract, FieldDef, HeaderInstance, HeaderType, ParserState, SelectCase, Spec
-
 from backends.common import controls, headers, literals, messages, names, parser
 from backends.common.target import TargetFacts, check_match_kinds
-
+from compiler import ir
+from compiler.base.errors import SpecError, TargetError
+from compiler.spec.model import Advance, Extract, FieldDef, HeaderInstance, HeaderType, ParserState, SelectCase, Spec
 from tests.backends.bmv2 import helpers as h
 
 P4_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

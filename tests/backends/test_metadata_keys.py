@@ -22,14 +22,13 @@ import backends.bmv2 as bmv2
 import backends.tofino as tofino
 from backends.bmv2.program import build_program
 from compiler import ir
+from compiler.base.errors import TargetError
 from compiler.compile import CompileOptions, compile_rules
 from compiler.default_path import parse_default
-from compiler.errors import TargetError
-from compiler.lang import parse_rules
-from compiler.spec_reader import parse_spec
+from compiler.rules.parser import parse_rules
+from compiler.spec.reader import parse_spec
 from runtime.model import Model
 from runtime.parse_graph import ParseGraph
-
 from tests.backends.bmv2 import helpers as h
 from tests.backends.bmv2 import packets as pk
 from tests.backends.bmv2.switch import Bmv2Switch, require_cli_switch, tool
@@ -96,7 +95,7 @@ def test_the_model_takes_the_port_as_a_column_and_simulate_reads_it(tmp_path):
     packets = tmp_path / "p.jsonl"
     packets.write_text("".join(json.dumps({V1: p, "ipv4.dst_addr": d}) + "\n"
                                for p, d in [(1, "10.0.0.2"), (3, "10.0.0.2"), (3, "10.0.0.3")]))
-    done = subprocess.run([sys.executable, "-m", "compiler", "simulate", str(tmp_path), "--packets", str(packets)],
+    done = subprocess.run([sys.executable, "-m", "p4sub", "simulate", str(tmp_path), "--packets", str(packets)],
                           capture_output=True, text=True, cwd=h.ROOT, env={**os.environ, "PYTHONPATH": str(h.ROOT)})
     assert done.returncode == 0, done.stderr
     assert [json.loads(line)["ports"] for line in done.stdout.splitlines()] == [[2], [], [3]]
@@ -199,7 +198,7 @@ def test_simple_switch_applies_the_port_rule_only_to_packets_from_port_1(tmp_pat
     pipeline = pipeline_for(V1)
     out = tmp_path / "out"
     bmv2.emit(pipeline, out)
-    from compiler.cli import main
+    from p4sub import main
 
     assert main(["build", str(out), "--p4c", P4C]) == 0
     graph, model = ParseGraph(pipeline.spec), Model(pipeline)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compiler.spec import Counter, FieldDef, HeaderInstance, HeaderType, QueryField, Spec, UserAction
+from compiler.spec.model import Counter, FieldDef, HeaderInstance, HeaderType, QueryField, Spec, UserAction
 
 
 def make_spec(fields: dict[str, tuple[int, dict]], counters: dict[str, int] | None = None,

@@ -7,7 +7,7 @@ from decimal import Decimal
 from hypothesis import strategies as st
 
 from compiler import rules as ast
-from compiler.spec import QueryField
+from compiler.spec.model import QueryField
 
 NAMES = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True).filter(
     lambda s: s not in {"and", "or", "not", "prefix", "true", "false", "fwd", "drop"})

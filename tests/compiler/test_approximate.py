@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from compiler import rules as ast
 from compiler.approximate import Alpha, approximate, check_alpha, parse_alpha, push_negations
-from compiler.errors import P4subError
-from compiler.lang import parse_rules
+from compiler.base.errors import P4subError
 from compiler.oracle import filter_holds
-from compiler.typecheck import check_rules
+from compiler.rules.parser import parse_rules
+from compiler.rules.typecheck import check_rules
 from tests.compiler.specs import make_spec
 
 SPEC = make_spec({

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from compiler import compile as compile_module
-from compiler.cli import main
+from compiler.base.errors import CompileError, P4subError
 from compiler.compile import Budget, CompileOptions, compile_rules
-from compiler.errors import CompileError, P4subError
-from compiler.lang import parse_rules
-from compiler.spec_reader import parse_spec, read_spec
+from compiler.network.topology_arg import parse_topology_arg
+from compiler.rules.parser import parse_rules
+from compiler.spec.reader import parse_spec, read_spec
 from compiler.tables import TableOptions
-from compiler.topology import parse_topology_arg
+from p4sub import main
 
 REPO = Path(__file__).resolve().parents[2]
 ITCH = str(REPO / "apps/itch/itch.p4")

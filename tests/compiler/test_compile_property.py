@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from compiler import ir, oracle
 from compiler import rules as ast
 from compiler.compile import CompileOptions, compile_rules
+from compiler.rules.typecheck import check_rules
+from compiler.rules.values import encode_string
 from compiler.tables import TableOptions
-from compiler.typecheck import check_rules
-from compiler.values import encode_string
 from runtime.model import Model
 from tests.compiler.specs import make_spec
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from compiler.base.errors import CompileError
 from compiler.compile import CompileOptions, compile_rules
-from compiler.errors import CompileError
-from compiler.lang import parse_rules
-from compiler.spec_reader import parse_spec
+from compiler.rules.parser import parse_rules
+from compiler.spec.reader import parse_spec
 from compiler.verify import verify
 from runtime.model import Model
 
@@ -66,7 +66,7 @@ def test_simulate_prints_the_user_actions_a_packet_triggers(tmp_path):
     (tmp_path / "r.sub").write_text(RULES)
     (tmp_path / "p.jsonl").write_text('{"dns_query.label": "no97", "dns_query.qtype": 1}\n'
                                       '{"dns_query.label": 6, "dns_query.qtype": 1}\n')
-    cli = [sys.executable, "-m", "compiler"]
+    cli = [sys.executable, "-m", "p4sub"]
     subprocess.run([*cli, "compile", str(tmp_path / "dns.p4"), str(tmp_path / "r.sub"), "-o", str(tmp_path / "out")],
                    check=True, capture_output=True, cwd=ROOT)
     done = subprocess.run([*cli, "simulate", str(tmp_path / "out"), "--packets", str(tmp_path / "p.jsonl")],
@@ -80,8 +80,8 @@ def test_simulate_prints_the_user_actions_a_packet_triggers(tmp_path):
 def test_a_pragma_only_spec_takes_undeclared_actions_with_widths_from_the_calls():
     """Camus's coexistence DNS rules call answerDNS(10.0.0.97), an action only the user's program
     defines: p4sub reads its argument widths from the calls and says so."""
-    from compiler.errors import TypeCheckError
-    from compiler.typecheck import check_rules
+    from compiler.base.errors import TypeCheckError
+    from compiler.rules.typecheck import check_rules
 
     spec = parse_spec("@pragma query_field_exact(dns_query.label, 32)\n", "dns.p4")
     typed = check_rules(parse_rules('dns_query.label = "a" : reply(10.0.0.97, 7);\n'

@@ -169,7 +169,7 @@ def test_exact_refuses_to_widen_when_nothing_fits():
                                        (ast.Forward((v % 5 + 1,)),)) for v in range(0, 200, 7)))
     import pytest
 
-    from compiler.errors import CompileError
+    from compiler.base.errors import CompileError
 
     with pytest.raises(CompileError, match="do not fit 3 entries"):
         compile_rules(SPEC, rules, CompileOptions(delivery="bitmap", lanes=1, budget=Budget(entries=3), exact=True))
@@ -180,7 +180,7 @@ def test_exact_refuses_to_widen_when_nothing_fits():
 def test_each_widening_step_only_drops_constraints_from_the_step_before(rules):
     from compiler import bdd
     from compiler.budget import Selectivity, widenings
-    from compiler.typecheck import check_rules
+    from compiler.rules.typecheck import check_rules
 
     typed = check_rules(ast.RuleSet(tuple(rules)), SPEC)
     cubes_of = [bdd.rule_cubes(typed, 4096, (i,)) for i in range(len(rules))]
@@ -198,7 +198,7 @@ def test_each_widening_step_only_drops_constraints_from_the_step_before(rules):
 def test_a_stack_spec_keeps_groups_under_auto_and_both_backends_refuse_an_explicit_bitmap(tmp_path, capsys):
     from pathlib import Path
 
-    from compiler.cli import main
+    from p4sub import main
 
     root = Path(__file__).resolve().parents[2]
     spec, rules = str(root / "apps/itch/itch.p4"), str(root / "apps/itch/rules.sub")

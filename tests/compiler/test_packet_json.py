@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cli import main
-from compiler.errors import P4subError
+from compiler.base.errors import P4subError
 from compiler.packet_json import PacketField, fields_from_query, read_lines, read_packet
-from compiler.spec_reader import parse_spec
+from compiler.spec.reader import parse_spec
+from p4sub import main
 
 REPO = Path(__file__).resolve().parents[2]
 ITCH = REPO / "apps/itch/itch.p4"

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from compiler import ir
+from compiler.base.errors import CompileError, ErrorList, P4subError
 from compiler.compile import compile_files, compile_rules
-from compiler.errors import CompileError, ErrorList, P4subError
-from compiler.lang import parse_rules
-from compiler.spec_reader import parse_spec
+from compiler.rules.parser import parse_rules
+from compiler.rules.typecheck import check_rules
+from compiler.spec.reader import parse_spec
 from compiler.stateful import bind, plan
-from compiler.typecheck import check_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "stateful"
@@ -164,8 +164,8 @@ def test_relax_takes_state_as_holding_in_either_polarity() -> None:
 
 
 def test_routing_judges_state_at_the_last_hop_only() -> None:
-    from compiler.routing import UP_PORT, route
-    from compiler.topology import fat_tree
+    from compiler.network.routing import UP_PORT, route
+    from compiler.network.topology import fat_tree
 
     topo = fat_tree(4)
     text = f"h.stock == A and rate > 3: fwd({topo.node_id('h1')}, {topo.node_id('h5')});"
@@ -178,7 +178,7 @@ def test_routing_judges_state_at_the_last_hop_only() -> None:
 
 
 def test_simulate_takes_each_packets_time(tmp_path: Path, capsys) -> None:
-    from compiler.cli import main
+    from p4sub import main
 
     out = tmp_path / "out"
     assert main(["compile", str(EXAMPLE / "itch-rate.p4"), str(EXAMPLE / "itch-rate.rules"), "-o", str(out)]) == 0
@@ -192,7 +192,7 @@ def test_simulate_takes_each_packets_time(tmp_path: Path, capsys) -> None:
 
 
 def test_explain_takes_the_counters_values_as_given(tmp_path: Path, capsys) -> None:
-    from compiler.cli import main
+    from p4sub import main
 
     out = tmp_path / "out"
     assert main(["compile", str(EXAMPLE / "itch-rate.p4"), str(EXAMPLE / "itch-rate.rules"), "-o", str(out)]) == 0
@@ -205,7 +205,7 @@ def test_explain_takes_the_counters_values_as_given(tmp_path: Path, capsys) -> N
 
 
 def test_check_reports_an_aggregate_no_counter_keeps(tmp_path: Path, capsys) -> None:
-    from compiler.cli import main
+    from p4sub import main
 
     (tmp_path / "bad.sub").write_text("avg(add_order.price) > 1: fwd(1);\n")
     assert main(["check", str(EXAMPLE / "itch-rate.p4"), str(tmp_path / "bad.sub")]) == 2

@@ -92,7 +92,7 @@ def test_a_widened_range_is_reported_with_a_packet_that_shows_it(tmp_path) -> No
     rules.write_text('add_order.stock == "GOOGL" and add_order.price > 50 : fwd(3);\n'
                      'add_order.stock == "GOOGL" and add_order.price <= 50 : fwd(4);\n')
     out = tmp_path / "out"
-    cli = [sys.executable, "-m", "compiler"]
+    cli = [sys.executable, "-m", "p4sub"]
     subprocess.run([*cli, "compile", str(ROOT / "apps/itch/itch.p4"), str(rules), "-o", str(out)], check=True,
                    capture_output=True, cwd=ROOT)
     ok = subprocess.run([*cli, "verify", str(out)], capture_output=True, text=True, cwd=ROOT)
@@ -118,7 +118,7 @@ def test_superset_accepts_extra_deliveries_only(tmp_path) -> None:
     rules = tmp_path / "r.sub"
     rules.write_text('add_order.price > 50 : fwd(3);\n')
     out = tmp_path / "out"
-    cli = [sys.executable, "-m", "compiler"]
+    cli = [sys.executable, "-m", "p4sub"]
     subprocess.run([*cli, "compile", str(ROOT / "apps/itch/itch.p4"), str(rules), "-o", str(out)], check=True,
                    capture_output=True, cwd=ROOT)
     pipeline = ir.load(out)
@@ -133,6 +133,6 @@ def test_superset_accepts_extra_deliveries_only(tmp_path) -> None:
 
 
 def test_verify_without_rules_exits_2_naming_what_is_missing(tmp_path) -> None:
-    done = subprocess.run([sys.executable, "-m", "compiler", "verify", str(tmp_path)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "p4sub", "verify", str(tmp_path)], capture_output=True, text=True,
                           cwd=ROOT)
     assert done.returncode == 2 and "pipeline.json" in done.stderr and "Traceback" not in done.stderr

@@ -1,6 +1,6 @@
 """What every fuzz test asserts about a reader given hostile input, in one place.
 
-* The CLI (``compiler.cli.main``, in-process) exits 0 or 2 - 1 only where a command says so - and
+* The CLI (``p4sub.main``, in-process) exits 0 or 2 - 1 only where a command says so - and
   with 2 prints a message and no traceback; a reader function raises nothing but P4subError.
   Anything else escapes and fails the test with its traceback.
 * Every example runs within the hypothesis ``deadline`` (:data:`SETTINGS`), so a hang or a
@@ -20,8 +20,8 @@ from typing import Callable
 
 from hypothesis import HealthCheck, settings
 
-from compiler.cli import main
-from compiler.errors import P4subError
+from compiler.base.errors import P4subError
+from p4sub import main
 
 #: Modest and bounded: CI has 2 cores and 20 minutes for everything; this suite takes seconds per reader.
 #: ``P4SUB_FUZZ_EXAMPLES=2000`` searches longer, with fresh random examples (derandomized otherwise,

@@ -1,4 +1,4 @@
-"""Fuzz the network rule reader (compiler/network_rules.py): host subscriptions damaged a little
+"""Fuzz the network rule reader (compiler/network/host_rules.py): host subscriptions damaged a little
 give rules or a P4subError, within the deadline, and type-check or fail cleanly (issue 19)."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compiler.network_compile import HOST_ID_BITS
-from compiler.network_rules import read_network_rules
-from compiler.spec_reader import read_spec
-from compiler.topology_file import read_topology
-from compiler.typecheck import check_rules
+from compiler.network.compile import HOST_ID_BITS
+from compiler.network.host_rules import read_network_rules
+from compiler.network.topology_file import read_topology
+from compiler.rules.typecheck import check_rules
+from compiler.spec.reader import read_spec
 from tests.fuzz.helpers import SETTINGS, only_p4sub_errors
 from tests.fuzz.mutations import mutated_text
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compiler.cli import main
+from p4sub import main
 from tests.fuzz.helpers import SETTINGS, run_cli
 from tests.fuzz.mutations import JSON_VALUES, mutated_text
 

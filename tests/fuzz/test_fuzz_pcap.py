@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from apps.pcap import PcapReader, read_section, write_pcap
-from compiler.cli import main
+from p4sub import main
 from tests.fuzz.helpers import SETTINGS, only_p4sub_errors, run_cli
 from tests.fuzz.mutations import mutated_bytes
 

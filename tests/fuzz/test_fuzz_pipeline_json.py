@@ -1,4 +1,4 @@
-"""Fuzz ``pipeline.json`` (compiler.ir.load and compiler/ir_check.py) through its readers: a node
+"""Fuzz ``pipeline.json`` (compiler.ir.load and compiler/ir/check.py) through its readers: a node
 of a good file replaced, deleted or duplicated gives exit 0 (the damage made another valid
 pipeline), 1 (verify: the pipeline no longer equals its rules) or 2 with a message (issue 19)."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compiler.cli import main
+from p4sub import main
 from tests.fuzz.helpers import SETTINGS, output_dir, run_cli, snapshot
 from tests.fuzz.mutations import json_paths, mutated_json
 

@@ -1,4 +1,4 @@
-"""Fuzz the topology readers (compiler/topology_file.py): ``.topo`` text and Topology Zoo GraphML
+"""Fuzz the topology readers (compiler/network/topology_file.py): ``.topo`` text and Topology Zoo GraphML
 give a Topology or a P4subError, within the deadline; and ``p4sub route`` on a damaged topology
 exits 0 or 2 and leaves its output directory alone when it fails (issue 19)."""
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compiler.topology_file import import_graphml, read_topology
+from compiler.network.topology_file import import_graphml, read_topology
 from tests.fuzz.helpers import SETTINGS, only_p4sub_errors, output_dir, run_cli, snapshot
 from tests.fuzz.mutations import mutated_bytes, mutated_text
 

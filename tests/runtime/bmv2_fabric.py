@@ -1,6 +1,6 @@
 """A whole network of BMv2 ``simple_switch`` processes in one throwaway network namespace.
 
-Every link of a :class:`compiler.topology.Topology` is a veth pair: switch ``s`` (id ``i``) port
+Every link of a :class:`compiler.network.topology.Topology` is a veth pair: switch ``s`` (id ``i``) port
 ``p`` is interface ``s<i>p<p>``; host ``h`` (id ``j``) is interface ``h<j>``, where the test sends
 and listens. Each switch runs its own ``program.json`` with its own Thrift port and notification
 socket, and gets its ``commands.txt`` through ``simple_switch_CLI`` (run with the system python3, as
@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from compiler.topology import Topology
+from compiler.network.topology import Topology
 from tests.backends.bmv2.switch import PKTIO, run, tool
 
 THRIFT_BASE = 9090

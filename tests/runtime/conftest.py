@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from compiler.compile import compile_rules
-from compiler.lang import parse_rules
+from compiler.rules.parser import parse_rules
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -62,14 +62,14 @@ def spark():
 
 @pytest.fixture(scope="session")
 def itch_spec():
-    from compiler.spec_reader import read_spec
+    from compiler.spec.reader import read_spec
 
     return read_spec(REPO / "apps" / "itch" / "itch.p4")
 
 
 @pytest.fixture(scope="session")
 def int_spec():
-    from compiler.spec_reader import read_spec
+    from compiler.spec.reader import read_spec
 
     return read_spec(REPO / "apps" / "int" / "int.p4")
 

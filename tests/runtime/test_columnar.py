@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler.errors import P4subError
-from compiler.spec_reader import parse_spec, read_spec
+from compiler.base.errors import P4subError
+from compiler.spec.reader import parse_spec, read_spec
 from runtime.columnar import SpecReader, read_bits
 from runtime.parse_graph import STATUSES, ParseGraph
 from tests.runtime.test_parse_graph import SMALL, add_order, int_frame, ipv4_udp_frame, mold, order_delete, system_event

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.cli import main
+from p4sub import main
 from runtime.netsim import Batch, load_network, simulate
 from tests.backends.bmv2 import packets as pk
 from tests.backends.bmv2.switch import tool

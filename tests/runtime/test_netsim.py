@@ -24,11 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler.approximate import Alpha
-from compiler.network_compile import compile_network
-from compiler.network_rules import parse_network_rules
-from compiler.topology import Topology, facebook_fabric, fat_tree, jellyfish, leaf_spine
-from compiler.topology_file import parse_topology
-from compiler.cli import main
+from compiler.network.compile import compile_network
+from compiler.network.host_rules import parse_network_rules
+from compiler.network.topology import Topology, facebook_fabric, fat_tree, jellyfish, leaf_spine
+from compiler.network.topology_file import parse_topology
+from p4sub import main
 from runtime.netsim import Batch, load_network, simulate
 from tests.compiler.specs import make_spec
 
@@ -376,7 +376,7 @@ STOCKS = ["GOOGL", "AAPL", "MSFT", "AMZN", "NFLX", "TSLA", "NVDA", "META", "IBM"
 
 
 def p4sub(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compiler", *args], capture_output=True, text=True, cwd=REPO)
+    return subprocess.run([sys.executable, "-m", "p4sub", *args], capture_output=True, text=True, cwd=REPO)
 
 
 def p4sub_here(capsys, *args: str) -> tuple[int, str]:

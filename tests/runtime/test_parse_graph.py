@@ -14,11 +14,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.errors import SpecError
-from compiler.spec import Advance, Extract, ParserState, SelectCase
-from compiler.spec_reader import parse_spec, read_spec
+from compiler.base.errors import SpecError
+from compiler.spec.model import Advance, Extract, ParserState, SelectCase
+from compiler.spec.reader import parse_spec, read_spec
 from runtime.parse_graph import (
-    ACCEPT, NO_MATCH, PACKET_TOO_SHORT, PARSER_LOOP, REJECT, STACK_OUT_OF_BOUNDS, STATUSES, ParseGraph, deparse,
+    ACCEPT,
+    NO_MATCH,
+    PACKET_TOO_SHORT,
+    PARSER_LOOP,
+    REJECT,
+    STACK_OUT_OF_BOUNDS,
+    STATUSES,
+    ParseGraph,
+    deparse,
     parse_packet,
 )
 

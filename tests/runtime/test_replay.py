@@ -13,8 +13,8 @@ import pytest
 from apps.pcap import PcapReader, pcap_record_offsets
 from compiler import ir
 from compiler.compile import CompileOptions, compile_rules
-from compiler.lang import parse_rules
 from compiler.oracle import evaluate
+from compiler.rules.parser import parse_rules
 from runtime.model import Model
 from runtime.replay import replay, replay_local
 from runtime.replay_partition import PORT_METRICS
@@ -72,7 +72,7 @@ INT_FIELDS = ["int_hop.switch_id", "int_hop.hop_latency", "int_hop.queue_occupan
 
 def itch_columns(path: Path) -> dict[str, np.ndarray]:
     """The feed's rows as the spec's parser reads them (the replay's own reading)."""
-    from compiler.spec_reader import read_spec
+    from compiler.spec.reader import read_spec
 
     return read_trace(path, read_spec(Path(__file__).resolve().parents[2] / "apps/itch/itch.p4"), ITCH_FIELDS)
 
@@ -258,7 +258,7 @@ def test_spark_damaged_packets_are_read_as_the_switch_parser_reads_them(spark, i
 
 @pytest.mark.spark
 def test_cli_replay_writes_the_report(spark, itch_feed, tmp_path, capsys, replay_cache_dir) -> None:
-    from compiler.cli import main
+    from p4sub import main
 
     rules = tmp_path / "itch.sub"
     rules.write_text(ITCH_RULES)
@@ -290,7 +290,7 @@ def test_cli_replay_writes_the_report(spark, itch_feed, tmp_path, capsys, replay
 
 
 def test_cli_replay_without_rules_is_a_user_error(itch_compiled, itch_feed, tmp_path, capsys) -> None:
-    from compiler.cli import main
+    from p4sub import main
 
     ir.save(itch_compiled.pipeline, tmp_path / "pipeline.json")
     assert main(["replay", str(tmp_path), "--trace", str(itch_feed)]) == 2
@@ -298,14 +298,14 @@ def test_cli_replay_without_rules_is_a_user_error(itch_compiled, itch_feed, tmp_
 
 
 def test_cli_replay_finds_rules_in_sources_json(itch_compiled, tmp_path) -> None:
-    from compiler.cli.replay import sources
+    from p4sub.replay import sources
 
     (tmp_path / "sources.json").write_text(json.dumps({"rules": "r.sub", "spec": "/abs/spec.p4"}))
     assert sources(tmp_path) == {"rules": str(tmp_path / "r.sub"), "spec": "/abs/spec.p4"}
 
 
 def test_cli_replay_refuses_both_spec_and_app(itch_compiled, itch_feed, tmp_path, capsys) -> None:
-    from compiler.cli import main
+    from p4sub import main
 
     ir.save(itch_compiled.pipeline, tmp_path / "pipeline.json")
     rules = tmp_path / "r.sub"
@@ -317,7 +317,7 @@ def test_cli_replay_refuses_both_spec_and_app(itch_compiled, itch_feed, tmp_path
 
 
 def test_replay_with_a_spec_that_lacks_the_pipelines_fields_is_a_user_error(itch_compiled, int_spec, itch_feed) -> None:
-    from compiler.errors import P4subError
+    from compiler.base.errors import P4subError
 
     with pytest.raises(P4subError, match="not a field of the spec's headers"):
         replay_local(itch_compiled.pipeline, itch_compiled.typed, [itch_feed], spec=int_spec)
@@ -327,8 +327,8 @@ def test_cli_replay_refuses_an_empty_trace_before_spark_starts(itch_compiled, tm
     """As netsim does (tests/runtime/test_netsim.py): "0 messages replayed, exact" would be a lie."""
     import struct
 
-    from compiler import spark_session
-    from compiler.cli import main
+    from compiler.base import spark_session
+    from p4sub import main
 
     def no_spark(*args, **kwargs):
         raise AssertionError("Spark was started for an empty trace")
@@ -384,7 +384,7 @@ def test_model_for_batches_runs_as_the_model_without_its_ir(itch_compiled, itch_
     """What replay ships and caches: the same verdicts, a smaller pickle, and no run_one."""
     import pickle
 
-    from compiler.errors import P4subError
+    from compiler.base.errors import P4subError
 
     full = Model(itch_compiled.pipeline)
     slim = full.for_batches()

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cli import main
 from compiler.compile import compile_rules
-from compiler.lang import parse_rules
-from compiler.network_compile import compile_network
-from compiler.network_rules import parse_network_rules
-from compiler.spec_reader import read_spec
-from compiler.topology import fat_tree
+from compiler.network.compile import compile_network
+from compiler.network.host_rules import parse_network_rules
+from compiler.network.topology import fat_tree
+from compiler.rules.parser import parse_rules
+from compiler.spec.reader import read_spec
+from p4sub import main
 from runtime.netsim import load_network, simulate, trace_batches
 from runtime.replay import replay_local
 
@@ -304,10 +304,11 @@ def test_cli_replay_and_netsim_take_the_spec_of_a_users_protocol(dns_trace, tmp_
     out = tmp_path / "out"
     spec = str(ROOT / "examples/dns-order.p4")
     assert main(["compile", spec, str(rules), "-o", str(out)]) == 0
-    from runtime.replay import replay_local as local
-    from compiler import ir
-    from compiler.cli.replay import typed_rules
     import argparse
+
+    from compiler import ir
+    from p4sub.replay import typed_rules
+    from runtime.replay import replay_local as local
 
     pipeline = ir.load(out)
     args = argparse.Namespace(out=str(out), rules=str(rules), spec=spec, app=None)

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler import rules as ast
-from compiler.errors import P4subError
+from compiler.base.errors import P4subError
 from compiler.oracle import evaluate
-from compiler.typecheck import check_rules
-from compiler.values import encode_string
+from compiler.rules.typecheck import check_rules
+from compiler.rules.values import encode_string
 from runtime import groundtruth
 from runtime.groundtruth import GroundTruth, rule_ports
 from runtime.replay_ports import PortSpace, or_segments
@@ -172,7 +172,7 @@ def test_family_methods_cover_lookup_threshold_and_residual() -> None:
     """The three evaluation methods all occur for the rule shapes they are meant for."""
     text = ['msg.stock == "AAPL" : fwd(1);', 'msg.stock == "GOOGL" and msg.price > 10 : fwd(2);',
             'msg.stock == "MSFT" and msg.price > 10 and msg.shares < 5 : fwd(3);', 'msg.shares != 7 : fwd(4);']
-    from compiler.lang import parse_rules
+    from compiler.rules.parser import parse_rules
 
     truth = GroundTruth.build(check_rules(parse_rules("\n".join(text)), SPEC), PortSpace.of([1, 2, 3, 4]))
     methods = sorted(f["method"] for f in truth.describe())
@@ -182,7 +182,7 @@ def test_family_methods_cover_lookup_threshold_and_residual() -> None:
 def test_aggregates_no_counter_keeps_are_refused_with_the_rule_location() -> None:
     """State variables have values now (runtime.groundtruth_state keeps the spec's counters); an
     aggregate that no counter adds up still has none."""
-    from compiler.lang import parse_rules
+    from compiler.rules.parser import parse_rules
 
     typed = check_rules(parse_rules('msg.stock == "A" : fwd(1);\navg(msg.price) > 5 : fwd(2);', "r.sub"), SPEC)
     with pytest.raises(P4subError) as err:
@@ -191,7 +191,7 @@ def test_aggregates_no_counter_keeps_are_refused_with_the_rule_location() -> Non
 
 
 def test_state_variables_are_kept_over_the_rows() -> None:
-    from compiler.lang import parse_rules
+    from compiler.rules.parser import parse_rules
 
     typed = check_rules(parse_rules('rate > 2 : fwd(2);', "r.sub"), SPEC)
     truth = GroundTruth.build(typed, PortSpace.of([2]))
@@ -202,7 +202,7 @@ def test_state_variables_are_kept_over_the_rows() -> None:
 
 
 def test_missing_trace_column_is_a_user_error() -> None:
-    from compiler.lang import parse_rules
+    from compiler.rules.parser import parse_rules
 
     truth = GroundTruth.build(check_rules(parse_rules("msg.shares > 1 : fwd(1);"), SPEC), PortSpace.of([1]))
     with pytest.raises(P4subError, match="msg.shares"):

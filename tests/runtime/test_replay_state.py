@@ -11,9 +11,9 @@ import pytest
 from apps.itch.orders import burst_trace
 from apps.pcap import write_pcap
 from compiler.compile import compile_files, compile_rules
-from compiler.lang import read_rules
-from compiler.spec_reader import parse_spec
-from compiler.typecheck import check_rules
+from compiler.rules.parser import read_rules
+from compiler.rules.typecheck import check_rules
+from compiler.spec.reader import parse_spec
 from runtime.groundtruth import GroundTruth
 from runtime.model import Model
 from runtime.replay import replay, replay_local

@@ -103,7 +103,7 @@ def standalone(request, tmp_path_factory) -> Iterator[str]:
 def elsewhere(tmp_path_factory) -> Path:
     """A working directory outside the checkout with a small ITCH feed, its rules and their compile."""
     from apps.itch.feed import FeedConfig, write_itch_feed
-    from compiler.cli import main
+    from p4sub import main
 
     d = tmp_path_factory.mktemp("elsewhere")
     write_itch_feed(d / "feed.pcap", FeedConfig(messages=20_000, symbols=40, seed=3))
@@ -114,8 +114,8 @@ def elsewhere(tmp_path_factory) -> Path:
 
 def test_replay_on_a_standalone_cluster_counts_what_the_local_replay_counts(standalone, elsewhere) -> None:
     from compiler import ir
-    from compiler.lang import read_rules
-    from compiler.typecheck import check_rules
+    from compiler.rules.parser import read_rules
+    from compiler.rules.typecheck import check_rules
     from runtime.replay import replay_local
     from runtime.replay_report import summary
 
@@ -136,7 +136,7 @@ def test_replay_on_a_standalone_cluster_counts_what_the_local_replay_counts(stan
 
 
 def test_route_on_a_standalone_cluster_writes_what_the_pool_writes(standalone, elsewhere) -> None:
-    from compiler.cli import main
+    from p4sub import main
 
     common = [str(REPO / "examples/fat-tree-4.topo"), str(REPO / "examples/fat-tree-4.rules"),
               "--spec", str(REPO / "apps/itch/itch.p4"), "--target", "bmv2", "--quiet"]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cli import main
-from compiler.spec_reader import parse_spec, read_spec
+from compiler.spec.reader import parse_spec, read_spec
+from p4sub import main
 from runtime.parse_graph import ParseGraph
 from runtime.spec_gen import SpecPacketGenerator
 from tests.runtime.test_parse_graph import SMALL

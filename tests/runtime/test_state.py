@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compiler.base.errors import P4subError
 from compiler.compile import compile_rules
-from compiler.errors import P4subError
-from compiler.lang import parse_rules
 from compiler.oracle import evaluate
-from compiler.spec_reader import parse_spec
+from compiler.rules.parser import parse_rules
+from compiler.spec.reader import parse_spec
 from runtime.model import Model
 from runtime.state import StateEngine
 
@@ -157,7 +157,7 @@ def test_model_equals_the_per_message_loop(trace) -> None:
 def test_the_example_trace_across_window_boundaries() -> None:
     """GOOGL's fourth order in a 100 ms window goes to port 2 too; the window boundary resets it."""
     from compiler.compile import compile_files
-    from compiler.values import encode_string
+    from compiler.rules.values import encode_string
 
     compiled = compile_files(ROOT / "examples/stateful/itch-rate.p4", ROOT / "examples/stateful/itch-rate.rules")
     model = Model(compiled.pipeline)

@@ -15,12 +15,12 @@ import numpy as np
 from compiler import rules as ast
 from compiler.compile import CompileOptions
 from compiler.incremental import Incremental, hitless
+from compiler.rules.typecheck import check_rules
+from compiler.rules.values import encode_string
 from compiler.tables import TableOptions
-from compiler.typecheck import check_rules
-from compiler.values import encode_string
 from runtime.update_replay import delta_writes, replay_across
+from tests.compiler.incremental.test_incremental import _itch
 from tests.compiler.test_compile_property import SPEC, SYMS
-from tests.compiler.test_incremental import _itch
 
 
 def messages(n: int, seed: int) -> dict[str, np.ndarray]:

@@ -10,11 +10,25 @@ extended by hop labels and pruned by stop labels.
 The evaluations of chapters 5 and 6 (``p4sub eval vt``) are in :mod:`runtime.delivery_eval.vt`.
 """
 
+from compiler.delivery.vt.combined import (
+    DEFAULT_MAX_RULES,
+    DEFAULT_STRATEGY,
+    VT_DROP_REASONS,
+    VtPlan,
+    VtSwitchPlan,
+    plan_vt,
+    push_words,
+    vt_plan_json,
+)
 from compiler.delivery.vt.encoder import VtEncoding, encode
 from compiler.delivery.vt.installed import VirtualTree, VtTable
-from compiler.delivery.vt.labels import ETHERTYPE_VT, EdgeIds, Kind, Label
+from compiler.delivery.vt.labels import ETHERTYPE_VT, LABEL_BYTES, EdgeIds, Kind, Label
 from compiler.delivery.vt.scheme import VirtualTrees
 from compiler.delivery.vt.steiner import VtGraph
+from compiler.delivery.vt.workload import Workload, table_5_1
 
-__all__ = ["ETHERTYPE_VT", "EdgeIds", "Kind", "Label", "VirtualTree", "VirtualTrees", "VtEncoding", "VtGraph",
-           "VtTable", "encode"]
+__all__ = [
+    "DEFAULT_MAX_RULES", "DEFAULT_STRATEGY", "ETHERTYPE_VT", "LABEL_BYTES", "VT_DROP_REASONS", "EdgeIds", "Kind",
+    "Label", "VirtualTree", "VirtualTrees", "VtEncoding", "VtGraph", "VtPlan", "VtSwitchPlan", "VtTable", "Workload",
+    "encode", "plan_vt", "push_words", "table_5_1", "vt_plan_json",
+]

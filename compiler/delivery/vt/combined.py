@@ -32,6 +32,7 @@ from typing import Any
 
 from compiler import ir
 from compiler import rules as ast
+from compiler.base import P4subError
 from compiler.compile import CompileOptions, compile_rules
 from compiler.delivery.combined import ReceiverSet, receiver_pipeline
 from compiler.delivery.vt.encoder import encode
@@ -40,9 +41,8 @@ from compiler.delivery.vt.labels import LABEL_BYTES, SHIM
 from compiler.delivery.vt.steiner import VtGraph, steiner
 from compiler.delivery.vt.strategies import install_strategy, make_strategy
 from compiler.delivery.vt.workload import Workload
-from compiler.errors import P4subError
+from compiler.network import Topology
 from compiler.spec import Spec
-from compiler.topology import Topology
 
 #: Drop reasons of the VT program, in counter-index order.
 VT_DROP_REASONS = ("parser-error", "not-a-stack", "no-subscriber", "empty-stack", "no-port")

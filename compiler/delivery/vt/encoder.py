@@ -35,9 +35,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Collection, Mapping
 
+from compiler.base import P4subError
 from compiler.delivery.vt.labels import Label, hop, stop, tree
 from compiler.delivery.vt.steiner import VtGraph, steiner
-from compiler.errors import P4subError
 
 MODES = ("single", "best")
 

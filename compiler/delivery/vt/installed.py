@@ -20,9 +20,9 @@ from typing import Iterable
 
 import networkx as nx
 
+from compiler.base import P4subError
 from compiler.delivery.vt.labels import MAX_ID, EdgeIds
-from compiler.errors import P4subError
-from compiler.topology import Topology
+from compiler.network import Topology
 
 
 @dataclass(frozen=True)

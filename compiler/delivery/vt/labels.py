@@ -8,7 +8,7 @@ and every switch on that link holds an entry for it: a hop makes the switch send
 stop keeps it from doing so.
 
 Edge ids number every link of the topology, switch-to-switch and switch-to-host alike, from 1 in
-:meth:`compiler.topology.Topology.links` order: deterministic, and the same on the publisher and
+:meth:`compiler.network.topology.Topology.links` order: deterministic, and the same on the publisher and
 in every switch.
 
 Frame (all fields big-endian)::
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Iterable
 
-from compiler.errors import P4subError
-from compiler.topology import Topology
+from compiler.base import P4subError
+from compiler.network import Topology
 
 ETHERTYPE_VT = 0x9999
 TYPE_BITS = 2

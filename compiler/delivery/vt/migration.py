@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from compiler.base import P4subError
 from compiler.delivery.vt.installed import VirtualTree, VtTable
-from compiler.errors import P4subError
 
 
 @dataclass

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, Sequence
 
+from compiler.base import P4subError
 from compiler.delivery.vt.labels import EdgeIds
-from compiler.errors import P4subError
-from compiler.topology import Topology
+from compiler.network import Topology
 
 INF = 1 << 30
 

@@ -17,8 +17,8 @@ import math
 import random
 from dataclasses import dataclass
 
-from compiler.errors import P4subError
-from compiler.topology import Topology
+from compiler.base import P4subError
+from compiler.network import Topology
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,21 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Collection
 
-from compiler.delivery.cost import SwitchCost
-from compiler.delivery.scheme import Emit, Publication, Scheme, SwitchEntries, TableEntry
-from compiler.delivery.tree import DeliveryTree, next_hop_ports, switch_index
-from compiler.delivery.wire import attach_baseline, read_baseline, rebuild_baseline
-from compiler.topology import Topology
+from compiler.delivery import (
+    DeliveryTree,
+    Emit,
+    Publication,
+    Scheme,
+    SwitchCost,
+    SwitchEntries,
+    TableEntry,
+    attach_baseline,
+    next_hop_ports,
+    read_baseline,
+    rebuild_baseline,
+    switch_index,
+)
+from compiler.network import Topology
 
 SET_BITS = 256
 

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 from typing import Collection
 
-from compiler.delivery.cost import SwitchCost
-from compiler.delivery.scheme import Emit, Publication, Scheme, SwitchEntries, TableEntry
-from compiler.delivery.tree import DeliveryTree
-from compiler.delivery.wire import BROADCAST_MAC
-from compiler.topology import Topology, spanning_tree_ports
+from compiler.delivery import (
+    BROADCAST_MAC,
+    DeliveryTree,
+    Emit,
+    Publication,
+    Scheme,
+    SwitchCost,
+    SwitchEntries,
+    TableEntry,
+)
+from compiler.network import Topology, spanning_tree_ports
 
 
 class Broadcast(Scheme):

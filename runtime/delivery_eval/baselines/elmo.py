@@ -25,13 +25,21 @@ from __future__ import annotations
 from collections import deque
 from typing import Collection
 
-from compiler.delivery.cost import SwitchCost
-from compiler.delivery.scheme import Emit, Publication, Scheme, SwitchEntries
-from compiler.delivery.stack import mask_of, ports_of
-from compiler.delivery.tree import DeliveryTree
-from compiler.delivery.wire import Malformed, attach_baseline, split_baseline
-from compiler.errors import P4subError
-from compiler.topology import DOWN, UP, Topology, bits_for, ceil_bytes
+from compiler.base import P4subError
+from compiler.delivery import (
+    DeliveryTree,
+    Emit,
+    Malformed,
+    Publication,
+    Scheme,
+    SwitchCost,
+    SwitchEntries,
+    attach_baseline,
+    mask_of,
+    ports_of,
+    split_baseline,
+)
+from compiler.network import DOWN, UP, Topology, bits_for, ceil_bytes
 
 
 class ElmoStyle(Scheme):

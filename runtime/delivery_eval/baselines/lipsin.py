@@ -26,12 +26,21 @@ from __future__ import annotations
 import random
 from typing import Collection
 
-from compiler.delivery.cost import SwitchCost
-from compiler.delivery.scheme import Emit, Publication, Scheme, SwitchEntries, TableEntry
-from compiler.delivery.tree import DeliveryTree, steiner_tree
-from compiler.delivery.wire import attach_baseline, read_baseline, rebuild_baseline
-from compiler.errors import P4subError
-from compiler.topology import Topology
+from compiler.base import P4subError
+from compiler.delivery import (
+    DeliveryTree,
+    Emit,
+    Publication,
+    Scheme,
+    SwitchCost,
+    SwitchEntries,
+    TableEntry,
+    attach_baseline,
+    read_baseline,
+    rebuild_baseline,
+    steiner_tree,
+)
+from compiler.network import Topology
 
 
 class Lipsin(Scheme):

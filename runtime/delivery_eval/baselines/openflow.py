@@ -11,11 +11,17 @@ from __future__ import annotations
 
 from typing import Collection
 
-from compiler.delivery.cost import SwitchCost
-from compiler.delivery.scheme import Emit, Publication, Scheme, SwitchEntries
-from compiler.delivery.tree import DeliveryTree, steiner_tree
-from compiler.delivery.wire import group_mac
-from compiler.topology import Topology
+from compiler.delivery import (
+    DeliveryTree,
+    Emit,
+    Publication,
+    Scheme,
+    SwitchCost,
+    SwitchEntries,
+    group_mac,
+    steiner_tree,
+)
+from compiler.network import Topology
 
 
 class OpenFlowMulticast(Scheme):

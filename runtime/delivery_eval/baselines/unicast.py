@@ -10,11 +10,20 @@ from __future__ import annotations
 
 from typing import Collection
 
-from compiler.delivery.cost import SwitchCost
-from compiler.delivery.scheme import Emit, Publication, Scheme, SwitchEntries, TableEntry
-from compiler.delivery.tree import DeliveryTree, hops, next_hop_ports, switch_index
-from compiler.delivery.wire import host_mac
-from compiler.topology import Topology
+from compiler.delivery import (
+    DeliveryTree,
+    Emit,
+    Publication,
+    Scheme,
+    SwitchCost,
+    SwitchEntries,
+    TableEntry,
+    hops,
+    host_mac,
+    next_hop_ports,
+    switch_index,
+)
+from compiler.network import Topology
 
 
 def hop_distances(topology: Topology, source: str) -> dict[str, int]:

@@ -7,3 +7,5 @@
 
 The VT labels, installed tables, Algorithm 5.1 and the strategies stay in :mod:`compiler.delivery.vt`.
 """
+
+__all__ = ["checks", "churn", "churn_evaluation", "churn_report", "evaluation", "report"]

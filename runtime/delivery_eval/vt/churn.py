@@ -38,9 +38,9 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from compiler.delivery.vt.workload import Workload
-from compiler.errors import P4subError
-from compiler.topology import Topology
+from compiler.base import P4subError
+from compiler.delivery.vt import Workload
+from compiler.network import Topology
 
 SCENARIOS = ("uniform", "nearby", "distant")
 CLUSTERS = 4

@@ -20,8 +20,8 @@ from typing import Callable
 
 import networkx as nx
 
-from compiler.errors import P4subError
-from compiler.topology import Topology
+from compiler.base import P4subError
+from compiler.network import Topology
 from runtime.delivery_eval.vt.churn import SCENARIOS, churned_workloads, scenario
 from runtime.delivery_eval.vt.evaluation import Accumulator, VtEvalConfig, deliver, install
 

@@ -20,14 +20,11 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-from compiler.delivery.vt.installed import VtTable
-from compiler.delivery.vt.labels import LABEL_BYTES
-from compiler.delivery.vt.scheme import VirtualTrees
+from compiler.base import P4subError
+from compiler.delivery import ETHERTYPE_IPV4, ethernet_frame, host_mac
+from compiler.delivery.vt import LABEL_BYTES, VirtualTrees, VtTable, Workload, table_5_1
 from compiler.delivery.vt.strategies import install_strategy, make_strategy
-from compiler.delivery.vt.workload import Workload, table_5_1
-from compiler.delivery.wire import ETHERTYPE_IPV4, ethernet_frame, host_mac
-from compiler.errors import P4subError
-from compiler.topology import Topology
+from compiler.network import Topology
 from runtime.delivery_eval.simulator import run_publication
 
 #: Per-notification metrics, averaged per data point.

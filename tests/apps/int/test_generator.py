@@ -9,7 +9,7 @@ import pytest
 
 from apps.int.generator import IntTraceConfig, generate_int_packets, write_int_trace
 from apps.int.metadata import P4SUB_INSTRUCTIONS
-from compiler.errors import P4subError
+from compiler.base.errors import P4subError
 
 
 def test_paths_and_headers_follow_the_spec() -> None:

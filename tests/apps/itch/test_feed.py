@@ -10,7 +10,7 @@ import pytest
 from apps.itch import messages as m
 from apps.itch.feed import FeedConfig, generate_messages, write_itch_feed
 from apps.itch.symbols import symbol_names
-from compiler.errors import P4subError
+from compiler.base.errors import P4subError
 
 
 def check_feed(msgs: list, cfg: FeedConfig) -> dict:

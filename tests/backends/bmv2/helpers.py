@@ -13,11 +13,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from compiler import ir
-from compiler.compile import CompileOptions, Compiled, compile_rules
+from compiler.compile import Compiled, CompileOptions, compile_rules
 from compiler.compile import like as like_options
-from compiler.lang import parse_rules
-from compiler.spec import Spec
-from compiler.spec_reader import read_spec
+from compiler.rules.parser import parse_rules
+from compiler.spec.model import Spec
+from compiler.spec.reader import read_spec
 from compiler.tables import TableOptions
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -97,7 +97,7 @@ class Bmv2Switch:
 
     def p4sub(self, *args: str) -> subprocess.CompletedProcess:
         """``p4sub ARGS`` inside the namespace (so that it reaches the switch's gRPC server)."""
-        return subprocess.run(["ip", "netns", "exec", self.ns, sys.executable, "-m", "compiler", *args],
+        return subprocess.run(["ip", "netns", "exec", self.ns, sys.executable, "-m", "p4sub", *args],
                               capture_output=True, text=True, cwd=ROOT)
 
     def cli(self, commands: str) -> str:

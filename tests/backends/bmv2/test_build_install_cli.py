@@ -11,11 +11,10 @@ import textwrap
 import pytest
 
 import backends.bmv2 as bmv2
-from compiler.cli import main
-from compiler.cli.install import CLIENT, TargetError, find_p4rt_python, print_report
-from compiler.manifest import find_listed
-from compiler.outputs import staged_dir
-
+from compiler.base.manifest import find_listed
+from compiler.base.outputs import staged_dir
+from p4sub import main
+from p4sub.install import CLIENT, TargetError, find_p4rt_python, print_report
 from tests.backends.bmv2 import helpers as h
 
 

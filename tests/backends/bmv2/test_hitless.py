@@ -4,7 +4,7 @@ sender that keeps sending while the update lands loses no packet: each one comes
 the old rules or the new rules send it.
 
 The property that every intermediate state forwards as old or new is proved on the IR plan
-(tests/compiler/test_hitless.py); here the rendering must start from exactly the old
+(tests/compiler/incremental/test_hitless.py); here the rendering must start from exactly the old
 ``entries.p4rt.json``, end on exactly the new one, and write every IR write as its entity.
 """
 
@@ -22,7 +22,7 @@ import pytest
 from backends.bmv2 import update_plan as up
 from backends.bmv2.hitless import hitless_request, options_of
 from compiler import ir
-from compiler.cli import main
+from p4sub import main
 from runtime.model import Model
 from tests.backends.bmv2 import packets as pk
 from tests.backends.bmv2.switch import Bmv2Switch

@@ -22,15 +22,14 @@ import pytest
 
 from backends.bmv2.include import IncludeOptions, include_pipeline, render_include
 from compiler import ir
-from compiler.cli import main
+from compiler.base.errors import TargetError
 from compiler.compile import CompileOptions, compile_rules
 from compiler.default_path import parse_default
-from compiler.errors import TargetError
-from compiler.lang import parse_rules
-from compiler.spec_reader import parse_spec, read_spec
+from compiler.rules.parser import parse_rules
+from compiler.spec.reader import parse_spec, read_spec
+from p4sub import main
 from runtime.model import Model
 from runtime.parse_graph import ParseGraph
-
 from tests.backends.bmv2 import helpers as h
 from tests.backends.bmv2 import packets as pk
 from tests.backends.bmv2.switch import Bmv2Switch, require_cli_switch, tool

@@ -18,13 +18,12 @@ from pathlib import Path
 import pytest
 
 import backends.bmv2 as bmv2
-from compiler.cli.install import TargetError, find_p4rt_python
-from compiler.outputs import staged_dir
+from compiler.base.outputs import staged_dir
 from compiler.compile import CompileOptions, compile_rules
 from compiler.default_path import parse_default
-from compiler.lang import parse_rules
+from compiler.rules.parser import parse_rules
+from p4sub.install import TargetError, find_p4rt_python
 from runtime.model import Model
-
 from tests.backends.bmv2 import helpers as h
 from tests.backends.bmv2 import packets as pk
 from tests.backends.bmv2.switch import Bmv2Switch, require_cli_switch, tool
@@ -57,7 +56,7 @@ def bmv2_skip_reason() -> str | None:
 def build(pipeline, out: Path) -> None:
     with staged_dir(out, "compile") as stage:  # as p4sub compile writes it: install needs the manifest
         bmv2.emit(pipeline, stage)
-    from compiler.cli import main
+    from p4sub import main
 
     rc = main(["build", str(out), "--p4c", P4C])
     assert rc == 0
@@ -98,7 +97,7 @@ def test_p4c_compiles_the_generated_program_and_names_match_the_entries(which, t
     out = tmp_path / "out"
     options = bmv2.Bmv2Options(batch=which.split("-")[1]) if "-" in which else None
     bmv2.emit(pipeline, out, options)
-    from compiler.cli import main
+    from p4sub import main
 
     assert main(["build", str(out), "--p4c", P4C]) == 0
     p4info = (out / "p4info.txt").read_text()
@@ -394,7 +393,7 @@ def coexistence_example_probes(pipeline, spec, seed: int = 11) -> tuple[list, li
 def test_coexistence_example_forwards_itch_int_dns_and_ipv4_on_simple_switch(tmp_path):
     """examples/coexistence: subscriptions of four protocols on one switch, on simple_switch."""
     require_cli_switch()
-    from compiler.spec_reader import read_spec
+    from compiler.spec.reader import read_spec
 
     root = Path(__file__).resolve().parents[3] / "examples/coexistence"
     spec = read_spec(root / "coexistence.p4")

@@ -8,12 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler import ir
-from compiler.errors import P4subError
-
 import backends.bmv2 as bmv2
 from backends.bmv2.p4runtime import hexbytes, match_field, multicast_group_entry, table_entry
-
+from compiler import ir
+from compiler.base.errors import P4subError
 from tests.backends.bmv2 import helpers as h
 
 STATE = ir.Key(ir.STATE, 5, "exact")

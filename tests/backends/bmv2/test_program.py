@@ -7,15 +7,13 @@ import re
 
 import pytest
 
-from compiler import ir
-from compiler.errors import P4subError, ResourceError, TargetError
-from compiler.spec_reader import read_spec
-
 import backends.bmv2 as bmv2
 from backends.bmv2.program import Bmv2Options, build_program
 from backends.bmv2.target import UNION_GROUP
 from backends.common.headers import METADATA_STRUCT
-
+from compiler import ir
+from compiler.base.errors import P4subError, ResourceError, TargetError
+from compiler.spec.reader import read_spec
 from tests.backends.bmv2 import helpers as h
 
 

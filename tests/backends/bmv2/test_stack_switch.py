@@ -27,9 +27,10 @@ from apps.udp import build_udp_frame
 from backends.bmv2.stack_program import emit_stack
 from compiler.delivery.combined import DROP_REASONS, CombinedPlan, plan_combined
 from compiler.delivery.wire import ETHERTYPE_STACK
-from compiler.network_rules import read_network_rules
-from compiler.spec_reader import read_spec
-from compiler.topology import Topology, parse_topology_arg
+from compiler.network.host_rules import read_network_rules
+from compiler.network.topology import Topology
+from compiler.network.topology_arg import parse_topology_arg
+from compiler.spec.reader import read_spec
 from runtime.stack_sim import StackNetwork
 from tests.backends.bmv2.switch import Bmv2Switch, tool
 from tests.compiler.delivery.mixed_frames import mixed_tag_frames

@@ -23,8 +23,8 @@ import pytest
 import backends.bmv2 as bmv2
 from apps.itch.orders import ITCH_PORT, order_frame
 from compiler.compile import compile_files, compile_rules
-from compiler.lang import read_rules
-from compiler.spec_reader import parse_spec
+from compiler.rules.parser import read_rules
+from compiler.spec.reader import parse_spec
 from runtime.model import Model
 from runtime.parse_graph import ParseGraph
 from tests.backends.bmv2.switch import Bmv2Switch, tool
@@ -92,7 +92,7 @@ def test_simple_switch_forwards_a_timed_burst_as_the_model_says(tmp_path) -> Non
     pipeline = _pipeline()
     out = tmp_path / "out"
     bmv2.emit(pipeline, out)
-    from compiler.cli import main
+    from p4sub import main
 
     assert main(["build", str(out), "--p4c", P4C]) == 0
     frames, at = [], []
@@ -139,7 +139,7 @@ def test_include_mode_renders_counters_in_the_control_and_p4c_compiles_the_users
         pytest.skip("p4c-bm2-ss is not installed (see docs/bmv2.md)")
     from backends.bmv2.include import render_include
     from compiler.compile import CompileOptions
-    from compiler.lang import parse_rules
+    from compiler.rules.parser import parse_rules
 
     spec_text = (ROOT / "examples/coexist/itch-spec.p4").read_text() + \
         "@pragma query_counter(rate, 100000, 64, key=add_order.stock, field=add_order.shares)\n"
@@ -157,8 +157,8 @@ def test_include_mode_renders_counters_in_the_control_and_p4c_compiles_the_users
 
 
 def test_counters_over_a_header_stack_are_refused() -> None:
-    from compiler.errors import TargetError
-    from compiler.lang import parse_rules
+    from compiler.base.errors import TargetError
+    from compiler.rules.parser import parse_rules
 
     itch = (ROOT / "apps/itch/itch.p4").read_text().replace(
         "@query_counter(msg_rate, 100000, 4)", "@query_counter(msg_rate, 100000, 4, key=add_order.stock)")

@@ -11,9 +11,9 @@ import pytest
 
 from backends.bmv2.vt_program import PRESERVED, render_vt
 from compiler.delivery.vt.combined import plan_vt
-from compiler.network_rules import read_network_rules
-from compiler.spec_reader import read_spec
-from compiler.topology import parse_topology_arg
+from compiler.network.host_rules import read_network_rules
+from compiler.network.topology_arg import parse_topology_arg
+from compiler.spec.reader import read_spec
 from tests.backends.bmv2.switch import tool
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -20,11 +20,12 @@ import pytest
 
 from backends.bmv2.vt_program import emit_vt
 from compiler.delivery.vt.combined import VT_DROP_REASONS, VtPlan, plan_vt
-from compiler.network_rules import read_network_rules
+from compiler.network.host_rules import read_network_rules
+from compiler.network.topology import Topology
+from compiler.network.topology_arg import parse_topology_arg
 from compiler.oracle import evaluate
-from compiler.spec_reader import read_spec
-from compiler.topology import Topology, parse_topology_arg
-from compiler.typecheck import check_rules
+from compiler.rules.typecheck import check_rules
+from compiler.spec.reader import read_spec
 from runtime.vt_sim import VtNetwork
 from tests.backends.bmv2.switch import Bmv2Switch, tool
 from tests.backends.bmv2.test_stack_switch import exchange, itch_frame, skip_reason

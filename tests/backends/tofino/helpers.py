@@ -8,9 +8,18 @@ from pathlib import Path
 
 from compiler import ir
 from compiler.compile import CompileOptions, compile_rules
-from compiler.lang import parse_rules
-from compiler.spec import Extract, FieldDef, HeaderInstance, HeaderType, ParserState, QueryField, SelectCase, Spec
-from compiler.spec_reader import read_spec
+from compiler.rules.parser import parse_rules
+from compiler.spec.model import (
+    Extract,
+    FieldDef,
+    HeaderInstance,
+    HeaderType,
+    ParserState,
+    QueryField,
+    SelectCase,
+    Spec,
+)
+from compiler.spec.reader import read_spec
 from compiler.tables import TableOptions
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -4,7 +4,7 @@ rendered records only).
 The records are applied one at a time, each step's in a random order, to a dict of records; after
 every write the records are read back into table entries (this file's own reading of the BF Runtime
 shapes: value/mask, low/high, ``$MATCH_PRIORITY`` lower wins, PRE nodes and groups) and every packet
-is walked through them by tests/compiler/test_hitless.py's independent model: its ports must be what
+is walked through them by tests/compiler/incremental/test_hitless.py's independent model: its ports must be what
 the oracle gives for the old rules or for the new ones. A 32-bit price key is wider than Tofino's
 range match, so its ranges are rendered as a ternary high slice and a range low slice
 (backends/tofino/slices.py): one IR write is up to three records, read back here slice by slice.
@@ -27,17 +27,17 @@ from backends.tofino.bfrt import PRE_MGID, PRE_NODE
 from backends.tofino.hitless import batches, hitless_steps, install
 from backends.tofino.layout import TofinoOptions
 from backends.tofino.target import TOFINO1
-from compiler.incremental.hitless import HitlessError
 from compiler import ir, oracle
 from compiler.compile import CompileOptions
 from compiler.incremental import Incremental
-from compiler.lang import parse_rules
+from compiler.incremental.hitless import HitlessError
+from compiler.rules.parser import parse_rules
+from compiler.rules.typecheck import check_rules
+from compiler.rules.values import encode_string
 from compiler.tables import TableOptions
-from compiler.typecheck import check_rules
-from compiler.values import encode_string
 from tests.backends.tofino.helpers import scalar_spec
 from tests.backends.tofino.test_install import FakeSwitch, args, fake_client
-from tests.compiler.test_hitless import outcomes
+from tests.compiler.incremental.test_hitless import outcomes
 
 SPEC = scalar_spec()
 STOCKS = ["GOOG", "AAPL", "MSFT", "IBM"]
@@ -188,7 +188,7 @@ def test_a_program_that_evaluates_each_message_of_a_stack_in_its_own_slot_flips_
     """ITCH with several Add Orders per packet: the batched program keeps one state per message slot
     (``meta.p4sub_state_m3``); each slot is a walk of its own, flipped on its own, and the records
     still go from the old document to exactly the new one (hitless_steps checks it)."""
-    from compiler.spec_reader import read_spec
+    from compiler.spec.reader import read_spec
     from tests.backends.tofino.helpers import ITCH_SPEC
 
     spec = read_spec(ITCH_SPEC)

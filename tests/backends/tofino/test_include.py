@@ -23,15 +23,22 @@ import backends.tofino as tofino
 from backends.tofino.include import DEFAULT_INSTANCE, IncludeOptions, build_include, render_include
 from backends.tofino.layout import TofinoOptions
 from compiler import ir
-from compiler.cli import main
+from compiler.base.errors import ResourceError, TargetError
 from compiler.compile import CompileOptions, compile_rules
 from compiler.default_path import parse_default
-from compiler.errors import ResourceError, TargetError
-from compiler.lang import parse_rules
-from compiler.spec_reader import read_spec
+from compiler.rules.parser import parse_rules
+from compiler.spec.reader import read_spec
+from p4sub import main
 from tests.backends.bmv2 import helpers as bmv2_helpers
-from tests.backends.tofino.helpers import (ROOT, SCALAR_RULES, actions_in, compile_text, itch_pipeline, scalar_spec,
-                                           tables_in)
+from tests.backends.tofino.helpers import (
+    ROOT,
+    SCALAR_RULES,
+    actions_in,
+    compile_text,
+    itch_pipeline,
+    scalar_spec,
+    tables_in,
+)
 
 EXAMPLE = ROOT / "examples/coexist"
 HOST = EXAMPLE / "coexist_tna.p4"

@@ -11,7 +11,7 @@ import pytest
 
 import backends.tofino as tofino
 from backends.tofino.install import install
-from compiler.errors import P4subError, TargetError
+from compiler.base.errors import P4subError, TargetError
 from tests.backends.tofino.helpers import SCALAR_RULES, compile_text, scalar_spec
 
 
@@ -202,7 +202,7 @@ def stack_out(tmp_path):
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[3]
-    subprocess.run([sys.executable, "-m", "compiler", "route", str(root / "examples/fat-tree-4.topo"),
+    subprocess.run([sys.executable, "-m", "p4sub", "route", str(root / "examples/fat-tree-4.topo"),
                     str(root / "examples/fat-tree-4.rules"), "--spec", str(root / "apps/itch/itch.p4"),
                     "--delivery", "header-stack:port", "--target", "tofino", "-o", str(tmp_path / "net")],
                    check=True, capture_output=True, cwd=root)

@@ -16,14 +16,15 @@ from pathlib import Path
 import pytest
 
 import backends.tofino as tofino
+from backends import switch_emitter
 from backends.tofino.layout import TofinoOptions
 from compiler import ir
-from compiler.cli import main
-from compiler.errors import P4subError
-from compiler.network_compile import compile_network
-from compiler.network_rules import parse_network_rules
-from compiler.routing import lower_up_port
-from compiler.topology_file import read_topology
+from compiler.base.errors import P4subError
+from compiler.network.compile import compile_network
+from compiler.network.host_rules import parse_network_rules
+from compiler.network.routing import lower_up_port
+from compiler.network.topology_file import read_topology
+from p4sub import main
 from tests.backends.tofino.helpers import ITCH_SPEC, SCALAR_RULES, compile_text, control_body, scalar_spec
 from tests.backends.tofino.test_program import _tna_include
 
@@ -66,7 +67,7 @@ def routed_scalar(tmp_path_factory, topology) -> dict[str, Path]:
     out = {}
     for policy in POLICIES:
         d = tmp_path_factory.mktemp(f"scalar-{policy}")
-        compile_network(topology, rules, scalar_spec(), policy=policy, out_dir=d, target="tofino", jobs=1)
+        compile_network(topology, rules, scalar_spec(), policy=policy, out_dir=d, target="tofino", emit=switch_emitter("tofino"), jobs=1)
         out[policy] = d
     return out
 
@@ -179,7 +180,7 @@ def test_scalar_routed_switches_bridge_only_the_network_stage(routed_scalar, top
 
 
 # -- the stage's cost in the estimate; recirculation keeps the port; bad ports ------------------------
-# A switch of a routed network is compiled with delivery groups (compiler.network_compile).
+# A switch of a routed network is compiled with delivery groups (compiler.network.compile).
 
 
 def test_estimate_counts_the_stage_tables_once_each():

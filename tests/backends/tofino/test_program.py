@@ -12,7 +12,7 @@ import pytest
 import backends.tofino as tofino
 from backends.common.names import identifier
 from backends.tofino.layout import TofinoOptions
-from compiler.errors import P4subError, ResourceError, TargetError
+from compiler.base.errors import P4subError, ResourceError, TargetError
 from tests.backends.tofino.helpers import (
     ITCH_SPEC,
     SCALAR_RULES,
@@ -327,7 +327,7 @@ def test_p4test_type_checks_the_tna_program(which, tmp_path):
 def test_the_shipped_itch_example_fits_by_folding_miss_tables():
     """apps/itch/rules.sub over 12 stacked messages needs more than 16 logical tables per stage
     unless each field table holds its miss entries."""
-    from compiler.spec_reader import read_spec
+    from compiler.spec.reader import read_spec
 
     spec = read_spec(ITCH_SPEC)
     rules = (ITCH_SPEC.parent / "rules.sub").read_text()
@@ -343,8 +343,8 @@ def test_a_default_path_is_refused_where_the_egress_expects_a_bridged_header():
     """--default fwd(PORT) on the batched ITCH program: a clear refusal, not a crash in the estimate."""
     from compiler.compile import CompileOptions, compile_rules
     from compiler.default_path import parse_default
-    from compiler.lang import parse_rules
-    from compiler.spec_reader import read_spec
+    from compiler.rules.parser import parse_rules
+    from compiler.spec.reader import read_spec
 
     spec = read_spec(ITCH_SPEC)
     rules = parse_rules((ITCH_SPEC.parent / "rules.sub").read_text())

@@ -12,7 +12,7 @@ from backends.tofino.layout import TofinoOptions, plan
 from backends.tofino.resources import estimate
 from backends.tofino.target import TOFINO1, Target
 from compiler import ir
-from compiler.errors import ResourceError
+from compiler.base.errors import ResourceError
 from tests.backends.tofino.helpers import scalar_spec
 
 SET_STATE = ir.Action("set_state", (ir.Param("state", 4),), (ir.Primitive("set_meta", (ir.STATE, "state")),))

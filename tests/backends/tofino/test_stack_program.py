@@ -14,14 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from backends.stack_network import render_target
 from backends.tofino.stack_program import ENTRIES, INFO, PROGRAM, render_stack
-from compiler.cli import main
+from compiler.base.errors import TargetError
 from compiler.delivery.combined import LIMITS, plan_combined, push_args
-from compiler.delivery.combined_output import render_target
-from compiler.errors import TargetError
-from compiler.network_rules import read_network_rules
-from compiler.spec_reader import read_spec
-from compiler.topology import parse_topology_arg
+from compiler.network.host_rules import read_network_rules
+from compiler.network.topology_arg import parse_topology_arg
+from compiler.spec.reader import read_spec
+from p4sub import main
 from tests.backends.tofino.test_program import _tna_include
 from tests.compiler.delivery.mixed_frames import mixed_tag_frames
 

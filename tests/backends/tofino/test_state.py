@@ -13,10 +13,10 @@ import pytest
 
 import backends.tofino as tofino
 from backends.tofino.state import window_ticks
+from compiler.base.errors import TargetError
 from compiler.compile import compile_rules
-from compiler.errors import TargetError
-from compiler.lang import parse_rules
-from compiler.spec_reader import parse_spec
+from compiler.rules.parser import parse_rules
+from compiler.spec.reader import parse_spec
 from tests.backends.tofino.test_program import _tna_include
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -18,12 +18,13 @@ from hypothesis import strategies as st
 
 from backends.bmv2.vt_program import vt_tables as v1model_tables
 from backends.tofino.vt_program import ENTRIES, INFO, PROGRAM, document, render_vt
-from compiler.cli import main
+from compiler.base.errors import P4subError, TargetError
 from compiler.delivery.vt.combined import plan_vt
-from compiler.errors import P4subError, TargetError
-from compiler.network_rules import parse_network_rules, read_network_rules
-from compiler.spec_reader import read_spec
-from compiler.topology import leaf_spine, parse_topology_arg
+from compiler.network.host_rules import parse_network_rules, read_network_rules
+from compiler.network.topology import leaf_spine
+from compiler.network.topology_arg import parse_topology_arg
+from compiler.spec.reader import read_spec
+from p4sub import main
 from runtime.vt_sim import VtNetwork
 from tests.backends.tofino.test_program import _tna_include
 from tests.compiler.delivery.test_combined import SPEC, frame_for, host_rules, networks

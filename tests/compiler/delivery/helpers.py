@@ -13,7 +13,7 @@ import networkx as nx
 from hypothesis import strategies as st
 
 from compiler.delivery.cost import SwitchCost
-from compiler.topology import Topology, from_switch_graph
+from compiler.network.topology import Topology, from_switch_graph
 
 PAYLOAD_FRAME = b"\x01\x00\x5e\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x01" + b"\x08\x00" + bytes(range(40))
 

@@ -16,13 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compiler import rules as ast
-from compiler.cli import main
+from compiler.base.errors import P4subError
 from compiler.delivery.combined import LIMITS, plan_combined, push_args
 from compiler.delivery.wire import ETHERTYPE_STACK
-from compiler.errors import P4subError
+from compiler.network.topology import fat_tree, jellyfish
 from compiler.oracle import evaluate
-from compiler.topology import fat_tree, jellyfish
-from compiler.typecheck import check_rules
+from compiler.rules.typecheck import check_rules
+from p4sub import main
 from runtime.stack_sim import StackNetwork
 from tests.compiler.specs import make_spec
 

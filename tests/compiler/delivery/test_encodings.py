@@ -8,14 +8,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compiler.base.errors import P4subError
 from compiler.delivery import (
+    DISSERTATION_WIDTHS,
     Mixed,
     StoredTreeHybrid,
     SwitchBitmask,
     SwitchMcGroup,
     SwitchPort,
     Widths,
-    DISSERTATION_WIDTHS,
     encode,
     table_entries,
 )
@@ -23,8 +24,7 @@ from compiler.delivery.cost import SwitchCost
 from compiler.delivery.mixed import TAG_BITMASK, TAG_GROUP, TAG_PORT
 from compiler.delivery.tree import DeliveryTree, prune, steiner_tree
 from compiler.delivery.wire import ETHERTYPE_STACK, attach_stack
-from compiler.errors import P4subError
-from compiler.topology import fat_tree, from_switch_graph, jellyfish, leaf_spine
+from compiler.network.topology import fat_tree, from_switch_graph, jellyfish, leaf_spine
 
 from .helpers import PAYLOAD_FRAME, topologies, topology_and_receivers, walk
 

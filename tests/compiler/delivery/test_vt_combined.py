@@ -13,11 +13,11 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from compiler.cli import main
+from compiler.base.errors import P4subError
 from compiler.delivery.vt.combined import plan_vt, push_words
-from compiler.errors import P4subError
 from compiler.oracle import evaluate
-from compiler.typecheck import check_rules
+from compiler.rules.typecheck import check_rules
+from p4sub import main
 from runtime.vt_sim import VtNetwork
 from tests.compiler.delivery.test_combined import SPEC, TOPOLOGIES, frame_for, networks
 
@@ -115,7 +115,7 @@ def test_route_delivery_vt_writes_the_plan_and_refuses_what_it_cannot(tmp_path, 
 
 def test_switches_with_many_ports_are_served_by_clones():
     """Copies are clones (one per pass), not multicast groups of port subsets: a 14-port leaf works."""
-    from compiler.topology import leaf_spine
+    from compiler.network.topology import leaf_spine
     from tests.compiler.delivery.test_combined import host_rules
 
     topo = leaf_spine(2, 2, 12)

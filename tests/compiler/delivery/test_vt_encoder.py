@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from compiler.base.errors import P4subError
 from compiler.delivery.cost import SwitchCost
 from compiler.delivery.vt import EdgeIds, Kind, Label, VirtualTrees, VtGraph, VtTable, encode
 from compiler.delivery.vt.labels import attach, header_bytes
-from compiler.errors import P4subError
-from compiler.topology import Topology, facebook_fabric, fat_tree, from_switch_graph, leaf_spine
+from compiler.network.topology import Topology, facebook_fabric, fat_tree, from_switch_graph, leaf_spine
 from tests.compiler.delivery.helpers import PAYLOAD_FRAME, topologies
 
 

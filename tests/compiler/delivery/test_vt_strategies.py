@@ -6,14 +6,14 @@ import random
 
 import pytest
 
+from compiler.base.errors import P4subError
 from compiler.delivery.vt import VirtualTrees, VtTable
 from compiler.delivery.vt.migration import Step, Views, migrate
 from compiler.delivery.vt.steiner import VtGraph
 from compiler.delivery.vt.strategies import install_strategy, make_strategy
 from compiler.delivery.vt.strategies.base import down_tree, prune_tree
 from compiler.delivery.vt.workload import table_5_1
-from compiler.errors import P4subError
-from compiler.topology import facebook_fabric, fat_tree, jellyfish
+from compiler.network.topology import facebook_fabric, fat_tree, jellyfish
 from runtime.delivery_eval.simulator import simulate
 from tests.compiler.delivery.helpers import PAYLOAD_FRAME
 
@@ -147,7 +147,7 @@ def test_installs_do_not_depend_on_string_hashing():
 
     code = (
         "import random\n"
-        "from compiler.topology import jellyfish\n"
+        "from compiler.network.topology import jellyfish\n"
         "from compiler.delivery.vt import VtTable\n"
         "from compiler.delivery.vt.strategies import make_strategy, install_strategy\n"
         "from compiler.delivery.vt.workload import table_5_1\n"

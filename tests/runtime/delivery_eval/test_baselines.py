@@ -6,13 +6,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compiler.base.errors import P4subError
 from compiler.delivery.cost import SwitchCost
 from compiler.delivery.tree import check_tree, steiner_tree
 from compiler.delivery.wire import attach_baseline
-from compiler.errors import P4subError
-from compiler.topology import facebook_fabric, fat_tree, jellyfish, leaf_spine
+from compiler.network.topology import facebook_fabric, fat_tree, jellyfish, leaf_spine
 from runtime.delivery_eval import BierStyle, Broadcast, ElmoStyle, Lipsin, OpenFlowMulticast, Unicast, simulate
-
 from tests.compiler.delivery.helpers import PAYLOAD_FRAME, topology_and_receivers, walk
 
 EXACT = {"unicast": Unicast, "openflow": OpenFlowMulticast, "bier": BierStyle}

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from compiler.cli import main
-from compiler.cli.eval import parse_fractions
-from compiler.errors import P4subError
-from compiler.topology import fat_tree, jellyfish
+from compiler.base.errors import P4subError
+from compiler.network.topology import fat_tree, jellyfish
+from p4sub import main
+from p4sub.eval import parse_fractions
 from runtime.delivery_eval.evaluation import EvalConfig, evaluate, workload
 
 

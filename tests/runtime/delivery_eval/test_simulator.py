@@ -9,10 +9,9 @@ from compiler.delivery import SwitchBitmask, SwitchPort
 from compiler.delivery.cost import SwitchCost
 from compiler.delivery.scheme import Emit, Publication, Scheme, SwitchEntries
 from compiler.delivery.tree import steiner_tree
-from compiler.topology import from_switch_graph, jellyfish
+from compiler.network.topology import from_switch_graph, jellyfish
 from runtime.delivery_eval import OpenFlowMulticast, Unicast, make_scheme, simulate
 from runtime.delivery_eval.simulator import SimulationLimit
-
 from tests.compiler.delivery.helpers import PAYLOAD_FRAME
 
 

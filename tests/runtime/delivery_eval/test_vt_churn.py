@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.cli import main
-from compiler.errors import P4subError
-from compiler.topology import parse_topology_arg, zoo_file
-from compiler.topology_file import read_graphml
+from compiler.base.errors import P4subError
+from compiler.network.topology_arg import parse_topology_arg, zoo_file
+from compiler.network.topology_file import read_graphml
+from p4sub import main
 from runtime.delivery_eval.vt.churn import DENSE_SHARE, SCENARIOS, churned_workloads, dense_regions, scenario
 from runtime.delivery_eval.vt.churn_evaluation import ChurnConfig, evaluate_churn, topology_stats
 

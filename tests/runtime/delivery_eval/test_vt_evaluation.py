@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.errors import P4subError
-from compiler.topology import facebook_fabric
+from compiler.base.errors import P4subError
+from compiler.network.topology import facebook_fabric
 from runtime.delivery_eval.vt.evaluation import VtEvalConfig, evaluate
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -37,7 +37,7 @@ def test_small_sweep_is_exact_and_hops_do_not_depend_on_the_budget():
 
 def test_eval_vt_cli_writes_json_markdown_and_plots(tmp_path):
     out = tmp_path / "vt"
-    r = subprocess.run([sys.executable, "-m", "compiler", "eval", "vt", "--density", "70", "--rules", "0,10",
+    r = subprocess.run([sys.executable, "-m", "p4sub", "eval", "vt", "--density", "70", "--rules", "0,10",
                         "--strategies", "hops,tree,threshold:30:hops", "--runs", "1", "--messages", "2",
                         "--quiet", "--report", str(out)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
@@ -53,6 +53,6 @@ def test_bad_arguments_are_errors_not_tracebacks():
         VtEvalConfig(strategies=("nope",))
     with pytest.raises(P4subError):
         VtEvalConfig(rules=(-1,))
-    r = subprocess.run([sys.executable, "-m", "compiler", "eval", "vt", "--rules", "a,b"], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "p4sub", "eval", "vt", "--rules", "a,b"], capture_output=True,
                        text=True, cwd=ROOT)
     assert r.returncode == 2 and "Traceback" not in r.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from compiler.base import P4subError
 from compiler.delivery.vt.strategies.arbitrary import (
     Clusters,
     Cycles,
@@ -22,7 +23,6 @@ from compiler.delivery.vt.strategies.arbitrary import (
 )
 from compiler.delivery.vt.strategies.base import Context, Proposal, Strategy, install_strategy
 from compiler.delivery.vt.strategies.fabric import Broadcast, PublisherTrees, TopoBased
-from compiler.errors import P4subError
 
 #: Names ``make_strategy`` accepts (T = a percentage).
 STRATEGIES = ("hops", "broadcast", "topo", "tree", "tree-shared", "path", "threshold:T", "threshold:T:hops",

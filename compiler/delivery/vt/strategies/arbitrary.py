@@ -34,8 +34,8 @@ from typing import Iterator
 
 import networkx as nx
 
+from compiler.base import P4subError
 from compiler.delivery.vt.strategies.base import Context, Proposal, Strategy, round_robin, steiner_edges
-from compiler.errors import P4subError
 
 
 def hosts_tree(ctx: Context, hosts: list[str]) -> frozenset[int]:

@@ -18,11 +18,11 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar, Collection, Iterable, Iterator, Mapping
 
+from compiler.base import P4subError
 from compiler.delivery.vt.installed import VirtualTree, VtTable
 from compiler.delivery.vt.steiner import VtGraph, steiner
 from compiler.delivery.vt.workload import Workload
-from compiler.errors import P4subError
-from compiler.topology import Topology
+from compiler.network import Topology
 
 Proposal = tuple[frozenset[int], str]
 #: VTs an endless strategy installs when no budget stops it.

@@ -28,6 +28,7 @@ from __future__ import annotations
 from itertools import combinations, zip_longest
 from typing import Iterator
 
+from compiler.base import P4subError
 from compiler.delivery.vt.strategies.base import (
     Context,
     Proposal,
@@ -39,7 +40,6 @@ from compiler.delivery.vt.strategies.base import (
     spanning_tree,
     top_switches,
 )
-from compiler.errors import P4subError
 
 EPSILON_EDGES = 2
 

@@ -1,5 +1,0 @@
-import sys
-
-from compiler.cli import main
-
-sys.exit(main())

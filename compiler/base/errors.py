@@ -1,0 +1,86 @@
+"""One error hierarchy for everything a user can get wrong.
+
+Every error a user can cause is a :class:`P4subError`; the CLI catches it once, prints it as
+``FILE:LINE:COL: message`` and exits with status 2. Anything else escaping is a bug in p4sub.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+
+@dataclass(order=True, slots=True, unsafe_hash=True)
+class SourceLocation:
+    """Where a construct came from, so that errors found late still point at the user's text.
+
+    A value like the AST nodes that carry it, and for the same reason not ``frozen=True``
+    (compiler/rules/nodes.py: every AST node has one; tests/conftest.py guards it against writes)."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+class P4subError(Exception):
+    """An error in the user's input (or environment) with an optional source location."""
+
+    def __init__(self, message: str, location: SourceLocation | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.message}" if self.location else self.message
+
+
+class ParseError(P4subError):
+    """Syntax error in a rule file, spec file or topology file."""
+
+
+class SpecError(P4subError):
+    """A P4 spec file uses something outside the supported subset or is inconsistent."""
+
+
+class TypeCheckError(P4subError):
+    """A rule does not fit the spec (unknown field, constant too wide, wrong operator, ...)."""
+
+
+class CompileError(P4subError):
+    """The compiler cannot produce a pipeline (DNF too large, state space too wide, ...)."""
+
+
+class ResourceError(P4subError):
+    """A pipeline does not fit the target's resources."""
+
+
+class TargetError(P4subError):
+    """A target (switch, toolchain, SDE) is missing or refused what we sent."""
+
+
+class ErrorList(P4subError):
+    """Several errors found in one pass; all are reported, not only the first."""
+
+    def __init__(self, errors: Iterable[P4subError], limit: int = 50, more: int = 0) -> None:
+        self.errors = list(errors)
+        shown = self.errors[:limit]
+        text = "\n".join(str(e) for e in shown)
+        hidden = len(self.errors) - len(shown) + more  # ``more``: found but not kept, to save memory
+        if hidden:
+            text += f"\n... and {hidden} more error{'s' if hidden > 1 else ''}"
+        super().__init__(text, shown[0].location if shown else None)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def raise_all(errors: list[P4subError], more: int = 0) -> None:
+    """Raise the collected errors: one as itself, several as an :class:`ErrorList` (``more``: errors
+    counted but not kept, said as "... and N more")."""
+    if len(errors) == 1 and not more:
+        raise errors[0]
+    if errors:
+        raise ErrorList(errors, more=more)

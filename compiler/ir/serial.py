@@ -1,0 +1,114 @@
+"""``pipeline.json``: the IR written as JSON and read back, checked on the way in.
+
+:func:`to_json` and :func:`from_json` walk the dataclasses of :mod:`compiler.ir.nodes` by their
+type hints, so a field added there is serialised without a change here; :func:`load` hands the
+parsed JSON to :mod:`compiler.ir.check` before building anything from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any, Union
+
+from compiler.base import InputError, P4subError, read_text
+from compiler.ir import check as ir_check
+from compiler.ir.nodes import READABLE_VERSIONS, Pipeline
+
+
+def to_json(obj: Any) -> Any:
+    """A dataclass tree as JSON-ready data; members of a Union carry ``"kind": ClassName``."""
+    cls = type(obj)
+    if cls in (int, str, float, bool) or obj is None:
+        return obj
+    if cls in (list, tuple):
+        return [to_json(x) for x in obj]
+    if cls is dict:
+        return {str(k): to_json(v) for k, v in obj.items()}
+    names = _field_names(cls)
+    out = {"kind": cls.__name__} if cls.__name__ in _TAGGED else {}
+    for name in names:
+        out[name] = to_json(getattr(obj, name))
+    return out
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+@functools.cache
+def _hints(cls: type) -> tuple[tuple[str, Any], ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
+
+
+def from_json(cls: Any, data: Any) -> Any:
+    """Inverse of :func:`to_json`, guided by the type hints of ``cls``."""
+    origin = typing.get_origin(cls)
+    if origin in (Union, types.UnionType):
+        options = [a for a in typing.get_args(cls) if a is not type(None)]
+        if data is None:
+            return None
+        if isinstance(data, dict) and "kind" in data:
+            target = next(o for o in options if getattr(o, "__name__", "") == data["kind"])
+            return from_json(target, data)
+        return from_json(options[0], data)
+    if origin is tuple:
+        args = typing.get_args(cls)
+        if len(args) == 2 and args[1] is Ellipsis:
+            if args[0] is int:
+                return tuple(data)
+            return tuple(from_json(args[0], x) for x in data)
+        return tuple(from_json(a, x) for a, x in zip(args, data))
+    if origin is dict:
+        kt, vt = typing.get_args(cls)
+        return {from_json(kt, k): from_json(vt, v) for k, v in data.items()}
+    if origin is list:
+        (vt,) = typing.get_args(cls)
+        return [from_json(vt, x) for x in data]
+    if dataclasses.is_dataclass(cls):
+        return cls(**{name: from_json(hint, data[name]) for name, hint in _hints(cls) if name in data})
+    if cls is Any:
+        return data
+    if cls is int and isinstance(data, str):
+        return int(data)
+    return data
+
+
+_TAGGED = {"Exact", "Lpm", "Ternary", "Range", "Extract", "Advance"}
+
+
+def save(pipeline: Pipeline, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(to_json(pipeline), separators=(",", ":")) + "\n", encoding="utf-8")
+
+
+def load(path: str | Path) -> Pipeline:
+    """Read ``pipeline.json`` (a file, or a directory that holds one), checked by :mod:`compiler.ir.check`:
+    a damaged file is a P4subError naming the file and the JSON path of what is wrong."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "pipeline.json"
+    try:
+        text = read_text(path, "pipeline file")
+    except InputError as exc:
+        if exc.reason == "no such file":
+            raise P4subError(f"{path}: no such file (run `p4sub compile` first)") from None
+        raise
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, ValueError, RecursionError) as exc:
+        raise P4subError(f"{path}: not a pipeline.json: {exc}") from None
+    if not isinstance(data, dict):
+        raise P4subError(f"{path}: not a pipeline.json: the top level is not a JSON object")
+    if data.get("format_version") not in READABLE_VERSIONS:
+        raise P4subError(f"{path}: pipeline format {data.get('format_version')!r}; this p4sub reads "
+                         f"{', '.join(map(str, READABLE_VERSIONS))}")
+    ir_check.check_schema(data, str(path))
+    pipeline = from_json(Pipeline, data)
+    ir_check.check_references(pipeline, str(path))
+    return pipeline

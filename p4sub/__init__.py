@@ -1,0 +1,111 @@
+"""The ``p4sub`` command line: one module per subcommand, each with ``register(subparsers)``.
+
+Errors a user can cause are :class:`~compiler.base.errors.P4subError`; they are caught here, once,
+printed to stderr and turned into exit status 2. Anything else is a bug and shows its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import signal
+import sys
+import threading
+
+from compiler import __version__
+from compiler.base import P4subError
+
+# Subcommand modules, in the order ``p4sub --help`` lists them. A module that cannot be imported
+# (an optional part not installed) is left out of the listing rather than breaking the others.
+SUBCOMMANDS = (
+    "p4sub.check",
+    "p4sub.compile",
+    "p4sub.simulate",
+    "p4sub.explain",
+    "p4sub.verify",
+    "p4sub.build",
+    "p4sub.install",
+    "p4sub.gen",
+    "p4sub.replay",
+    "p4sub.route",
+    "p4sub.netsim",
+    "p4sub.eval",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="p4sub",
+        description="Compile packet subscriptions into programmable-switch pipelines.",
+        epilog="example:\n  p4sub check apps/itch/itch.p4 apps/itch/rules.sub\n"
+        "  p4sub compile apps/itch/itch.p4 apps/itch/rules.sub --target bmv2 -o out",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"p4sub {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded in output manifests
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    previous = _interrupt_on_sigterm()
+    try:
+        return int(args.func(args) or 0)
+    except P4subError as exc:
+        print(f"p4sub: error: {exc}" if exc.location is None else str(exc), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("p4sub: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt_on_sigterm():
+    """SIGTERM (``kill``, ``timeout``) raises KeyboardInterrupt as SIGINT does, so that staged outputs
+    (:mod:`compiler.base.outputs`) are cleaned up rather than left beside their target; the old handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    pid = os.getpid()
+
+    def interrupt(signum, frame):
+        if os.getpid() != pid:  # a forked worker (route's process pool): terminate as by default
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)
+
+
+def add_command(sub: argparse._SubParsersAction, name: str, help: str, example: str) -> argparse.ArgumentParser:
+    """Add a subcommand whose ``--help`` ends with an example, as git's do."""
+    return sub.add_parser(
+        name,
+        help=help,
+        description=help,
+        epilog=f"example:\n  {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

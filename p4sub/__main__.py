@@ -1,0 +1,5 @@
+import sys
+
+from p4sub import main
+
+sys.exit(main())
