@@ -269,6 +269,27 @@ def siena_rules(filters: int, config: SienaConfig = SienaConfig(), seed: int = 0
         done += n
 
 
+def network_rules(lines: Iterator[str], hosts: Sequence[str], per_rule: tuple[int, int] = (1, 3),
+                  seed: int = 0) -> Iterator[str]:
+    """A workload's rules as network rules for ``p4sub route``: each rule's ``fwd(PORT)`` becomes
+    ``fwd(HOST, ...)`` naming ``per_rule`` (LO-HI, drawn uniformly) distinct random ``hosts``.
+
+    The filters are the workload's own, drawn from its seed; the hosts come from a stream of their
+    own (``seed`` offset), so the same filters can be spread over another topology."""
+    lo, hi = per_rule
+    _check(bool(hosts), "the topology has no hosts")
+    _check(1 <= lo <= hi <= len(hosts), f"--hosts-per-rule {lo}-{hi} must lie in 1..{len(hosts)} (the topology's hosts)")
+    rng = np.random.default_rng(seed + 0x40575)
+    for line in lines:
+        if line.startswith("#"):
+            yield f"{line} hosts_per_rule={lo}-{hi}"
+            continue
+        head, found, _ = line.rpartition("fwd(")
+        _check(bool(found), f"a workload rule without fwd(): {line!r}")
+        picked = rng.choice(len(hosts), int(rng.integers(lo, hi + 1)), replace=False)
+        yield f"{head}fwd({', '.join(hosts[i] for i in sorted(picked))});"
+
+
 WORKLOADS = ("itch", "int", "hicn", "siena")
 
 

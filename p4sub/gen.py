@@ -202,6 +202,10 @@ def run_rules(args: argparse.Namespace) -> int:
             from apps.siena.spec import siena_spec_text
 
             spec_text = siena_spec_text(cfg)  # before any output: a bad --header writes nothing
+    if args.topology is not None:
+        lines = w.network_rules(lines, topology_hosts(args.topology), args.hosts_per_rule or (1, 3), args.seed)
+    elif args.hosts_per_rule is not None:
+        raise P4subError("--hosts-per-rule goes with --topology (network rules name hosts)")
     progress = _Progress("gen rules", args.progress or (not args.quiet and args.filters >= 1_000_000 and args.output != "-"))
     started = time.monotonic()
     written = _write_lines(args.output, lines, lambda n: progress(n, args.filters))
@@ -214,6 +218,13 @@ def run_rules(args: argparse.Namespace) -> int:
         if spec_text is not None:
             print(f"wrote {args.spec_out}: the Siena spec these rules test", file=sys.stderr)
     return 0
+
+
+def topology_hosts(text: str) -> list[str]:
+    """The host names of a topology as ``p4sub route`` reads it, in its order (h1, h2, ...)."""
+    from compiler.network import parse_topology_arg
+
+    return list(parse_topology_arg(text).hosts())
 
 
 def run_siena(args: argparse.Namespace) -> int:
@@ -399,6 +410,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     rules.add_argument("--filters", type=int, required=True, help="number of rules")
     rules.add_argument("--seed", type=int, default=0, help="random seed (0)")
     rules.add_argument("--hosts", type=int, default=200, help="fwd() ports drawn from 1..HOSTS (200)")
+    rules.add_argument("--topology", metavar="TOPOLOGY",
+                       help="write network rules for p4sub route over this topology (fat-tree:4, a .topo file, ...): "
+                            "each rule forwards to --hosts-per-rule of its hosts, by name (fwd(h3, h12))")
+    rules.add_argument("--hosts-per-rule", type=_range, default=None, metavar="LO-HI",
+                       help="with --topology: subscribing hosts per rule, drawn uniformly (1-3)")
     rules.add_argument("--constraints", type=_range, help="constraints per filter: itch N in 1..5 (2), siena LO-HI (1-4)")
     rules.add_argument("--symbols", type=int, default=100, help="itch: stock symbols, as gen itch names them (100)")
     rules.add_argument("--integer-prices", action="store_true", help="itch: whole-dollar price thresholds")
