@@ -15,11 +15,29 @@ from __future__ import annotations
 
 import functools
 import importlib
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from compiler import ir
 from compiler.base import P4subError
+from compiler.compile import CompileOptions
+from compiler.spec import Spec
+
+
+def target_compile_options(target: str, spec: Spec, options: CompileOptions,
+                           budget_given: Iterable[str] = ()) -> CompileOptions:
+    """``options`` as ``target`` wants them: its table encodings (``compile_options``) and its limits
+    (``compile_budget``), except the budget items the user named in ``budget_given``. One place for
+    ``p4sub compile --target`` and for every switch of ``p4sub route --target``."""
+    backend = importlib.import_module(f"backends.{target}")
+    if hasattr(backend, "compile_options"):
+        options = replace(options, tables=backend.compile_options(spec, options.tables))
+    if hasattr(backend, "compile_budget"):
+        limits = backend.compile_budget(options.budget)
+        kept = {k: getattr(limits, k) for k in ("entries", "groups", "stages") if k not in set(budget_given)}
+        options = replace(options, budget=replace(options.budget, **kept))
+    return options
 
 
 def switch_emitter(target: str) -> Callable[[ir.Pipeline, Path, tuple[int, ...]], Any]:

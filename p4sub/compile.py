@@ -10,6 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from backends import target_compile_options
 from compiler import ir
 from compiler.base import P4subError, ResourceError, output_dir, paused, staged_outputs, write_files
 from compiler.compile import (
@@ -159,6 +160,11 @@ def like_options(old_out: str, options: CompileOptions) -> CompileOptions:
     return like(ir.load(path), options)
 
 
+def budget_items(text: str) -> set[str]:
+    """The names ``--budget`` gives (``entries``, ``groups``, ``stages``): a target's limits keep out of those."""
+    return {item.partition("=")[0].strip() for item in text.split(",") if item.strip()}
+
+
 def check_encoded_fields(encodings: dict[str, str], spec: Spec) -> None:
     """``--encode F=KIND`` names a field of the spec (or a counter, or an aggregate of them): a
     misspelt name would otherwise be ignored without a word."""
@@ -267,14 +273,9 @@ def _run(args: argparse.Namespace) -> int:
 
         options = replace(options, sample=read_sample(args.trace, spec, dict(spec.query_fields)))
     backend = importlib.import_module(f"backends.{args.target}") if args.target != "none" else None
-    if backend is not None and hasattr(backend, "compile_options"):
-        options = replace(options, tables=backend.compile_options(spec, options.tables))  # the target's encodings
-    if backend is not None and hasattr(backend, "compile_budget"):
-        # The target's limits, except what --budget names: its resource estimate then judges the fit.
-        given = {item.partition("=")[0].strip() for item in args.budget.split(",") if item.strip()}
-        target = backend.compile_budget(options.budget)
-        options = replace(options, budget=replace(options.budget, **{k: getattr(target, k) for k in
-                                                                      ("entries", "groups", "stages") if k not in given}))
+    if backend is not None:
+        # The target's encodings and limits, except what --budget names: its resource estimate then judges the fit.
+        options = target_compile_options(args.target, spec, options, budget_items(args.budget))
     rules = read_rules(args.rules)
     compiled = compile_rules(spec, rules, options)
     for note in compiled.typed.spec.notes:  # what the spec reader skipped, actions inferred from the rules

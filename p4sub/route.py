@@ -6,10 +6,12 @@ import argparse
 import json
 from pathlib import Path
 
-from backends import switch_emitter
+from dataclasses import replace
+
+from backends import switch_emitter, target_compile_options
 from compiler.approximate import Alpha, parse_alpha
 from compiler.base import P4subError, output_dir, parse_conf, staged_dir
-from compiler.compile import CompileOptions, field_order_arg
+from compiler.compile import DELIVERIES, CompileOptions, field_order_arg, lanes_arg, parse_budget
 from compiler.dnf import DEFAULT_LIMIT
 from compiler.network import POLICIES, compile_network, parse_topology_arg, read_network_rules
 from compiler.tables import RANGE_ENCODINGS, TableOptions
@@ -47,6 +49,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the subscriptions and pushes the delivery tree as E labels (default port); vt[:STRATEGY]: "
                         "the same edge pushes virtual-tree labels over VTs the strategy installs (default "
                         "broadcast); see docs/delivery.md")
+    p.add_argument("--switch-delivery", choices=DELIVERIES, default="bitmap",
+                   help="--delivery filters: how each switch turns its ports into copies, as p4sub compile "
+                        "--delivery: bitmap (default: port bits ORed over lanes), groups (one lane, a multicast "
+                        "group per port set) or auto (whichever fits and costs fewer bits)")
+    p.add_argument("--lanes", default="auto", metavar="N|auto",
+                   help="--delivery filters: lanes per switch (bitmap); auto picks up to --max-lanes per switch")
+    p.add_argument("--max-lanes", type=int, default=8, help="most lanes auto may use per switch (default 8)")
+    p.add_argument("--budget", default="", metavar="entries=N,groups=M,stages=S",
+                   help="what each switch may use (default: the --target's limits, else p4sub compile's); a switch "
+                        "that does not fit exactly is widened, its stats.json says so")
+    p.add_argument("--exact", action="store_true",
+                   help="refuse (exit 2) rather than widen a switch's rules when no exact layout fits its budget")
     p.add_argument("--max-rules", type=int, default=None,
                    help="vt: VT entries (check_tree) per switch (default 16)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -81,12 +95,29 @@ def check_topology_ports(topology, target: str, source: str) -> None:
                 raise P4subError(f"{source}: switch {switch} has port {port}, which is {reserved[port]}")
 
 
+def switch_options(args: argparse.Namespace, options: CompileOptions, spec, target: str | None) -> CompileOptions:
+    """Each switch's layout and budget, as ``p4sub compile`` takes them, then the target's encodings
+    and limits (:func:`backends.target_compile_options`, the path ``compile --target`` takes)."""
+    from p4sub.compile import MAX_LANES, budget_items
+
+    if not 1 <= args.max_lanes <= MAX_LANES:
+        raise P4subError(f"--max-lanes {args.max_lanes}: expected a number from 1 to {MAX_LANES}")
+    options = replace(options, delivery=args.switch_delivery, lanes=lanes_arg(args.lanes), max_lanes=args.max_lanes,
+                      budget=parse_budget(args.budget), exact=args.exact)
+    return target_compile_options(target, spec, options, budget_items(args.budget)) if target else options
+
+
 def run(args: argparse.Namespace) -> int:
     from compiler.spec import read_spec
 
     if args.jobs is not None and args.jobs < 1:
         raise P4subError("--jobs must be at least 1")
     output_dir(args.out)  # an -o that would be refused is said now, not after the switches are compiled
+    per_switch = [flag for flag, given in (("--switch-delivery", args.switch_delivery != "bitmap"),
+                                           ("--lanes", args.lanes != "auto"), ("--max-lanes", args.max_lanes != 8),
+                                           ("--budget", bool(args.budget)), ("--exact", args.exact)) if given]
+    if args.delivery != "filters" and per_switch:
+        raise P4subError(f"{', '.join(per_switch)} apply to --delivery filters only")
     topology = parse_topology_arg(args.topology)
     if args.target != "none":
         check_topology_ports(topology, args.target, args.topology)
@@ -95,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
     options = CompileOptions(field_order=tuple(field_order_arg(args.field_order)), dnf_limit=args.dnf_limit,
                              tables=TableOptions(range_encoding=args.range_encoding))
     target = None if args.target == "none" else args.target
+    if args.delivery == "filters":
+        options = switch_options(args, options, spec, target)
     if args.delivery == "vt" or args.delivery.startswith("vt:"):
         return run_vt(args, topology, rules, spec, options, target)
     if args.max_rules is not None:

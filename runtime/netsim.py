@@ -74,6 +74,7 @@ class SwitchSim:
     col_of_port: np.ndarray  # port number -> column, -1 when the switch has no such port
     group_cols: np.ndarray  # (max group id + 1, columns) bool
     is_up_col: np.ndarray  # (columns,) bool
+    bit_cols: np.ndarray | None = None  # port-bitmap delivery: the column of each bit, else None
 
     @property
     def marker(self) -> int:
@@ -146,6 +147,13 @@ def _switch_sim(topology: Topology, name: str, pipeline: ir.Pipeline) -> SwitchS
             if c < 0:
                 raise P4subError(f"switch {name}: multicast group {g.id} names port {p}, which the switch lacks")
             group_cols[g.id, c] = True
+    bit_cols = None
+    if pipeline.delivery.is_bitmap:
+        bit_cols = np.array([col_of_port[p] if p < len(col_of_port) else -1 for p in pipeline.delivery.ports],
+                            dtype=np.int64)
+        if (bit_cols < 0).any():
+            missing = [p for p, c in zip(pipeline.delivery.ports, bit_cols) if c < 0]
+            raise P4subError(f"switch {name}: its port bitmap names port {missing[0]}, which the switch lacks")
     is_up = np.zeros(cols, dtype=bool)
     for p in up:
         is_up[col_of_port[p]] = True
@@ -155,7 +163,7 @@ def _switch_sim(topology: Topology, name: str, pipeline: ir.Pipeline) -> SwitchS
         raise P4subError(f"switch {name}: netsim does not keep counters (stateful rules need each switch's "
                          "messages in time order); replay the last hop's traffic with p4sub replay")
     return SwitchSim(name, topology.node_id(name), topology.layer(name), Model(pipeline), ports, up,
-                     [topology.peer(name, p) for p in ports], col_of_port, group_cols, is_up)
+                     [topology.peer(name, p) for p in ports], col_of_port, group_cols, is_up, bit_cols)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -534,7 +542,9 @@ def _switch_ports(sw: SwitchSim, batch: Batch, rows: np.ndarray, ingress: np.nda
                        rows=len(rows))
     k = len(rows)
     out = np.zeros((k, len(sw.ports) + 1), dtype=bool)
-    grouped = res.group > 0
+    if sw.bit_cols is not None:
+        _bitmap_ports(sw, res, out)
+    grouped = (res.group > 0) if sw.bit_cols is None else np.zeros(k, dtype=bool)
     if grouped.any():
         out[grouped] = sw.group_cols[res.group[grouped]]
     uni = ~grouped & (res.port >= 0) & ~res.dropped
@@ -565,6 +575,17 @@ def _switch_ports(sw: SwitchSim, batch: Batch, rows: np.ndarray, ingress: np.nda
                 up_cols = sw.col_of_port[np.array(sw.up_ports, dtype=np.int64)]
                 out[idx, up_cols[choice]] = True
     return out[:, : sw.marker]
+
+
+def _bitmap_ports(sw: SwitchSim, res: Any, out: np.ndarray) -> None:
+    """Set ``out``'s columns from a port-bitmap pipeline's bitmap, bit by bit (no group per bitmap)."""
+    bitmap = res.metadata[sw.model.pipeline.delivery.fields[0]]
+    live = ~res.dropped
+    wide = bitmap.dtype == object  # wider than 64 bits: Python ints
+    for i, c in enumerate(sw.bit_cols.tolist()):
+        bit = (np.array([v >> i & 1 for v in bitmap.tolist()], dtype=bool) if wide
+               else ((bitmap >> np.uint64(i)) & np.uint64(1)).astype(bool))
+        out[:, c] |= live & bit
 
 
 def _count_link(sim: Simulation, link: tuple[str, int], rows: np.ndarray, batch: Batch, first: np.ndarray,

@@ -232,10 +232,9 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
     if pipeline.default_control and (batched or options.network_up_ports is not None):
         raise TargetError(f"bmv2: --default {default_of(pipeline)} is rendered for one message per packet on a lone "
                           "switch; use --default drop " + ("in a network" if not batched else f"with --batch {mode}"))
-    if bitmap and (batched or options.network_up_ports is not None):
-        raise TargetError("bmv2: port-bitmap delivery is rendered for one message per packet on a lone switch; "
-                          "compile with --delivery groups for " + ("a network switch" if not batched
-                                                                   else f"--batch {mode}"))
+    if bitmap and batched:
+        raise TargetError("bmv2: port-bitmap delivery is rendered for one message per packet; "
+                          f"compile with --delivery groups for --batch {mode}")
     check_state(pipeline, "bmv2", batched=batched or mode == "first")
     stacked = {h for h in layout.query_headers if spec.header(h).stack_size}
     copies = [Copy(copy_member(f), *split_field(f), spec.field_width(f)) for f in layout.query_fields

@@ -123,9 +123,9 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
                           "lone switch with --delivery groups (the egress of the other programs expects a bridged "
                           "header on every packet); use --default drop, --delivery groups or --batch first")
     if pipeline.delivery.is_bitmap:
-        if mode == "union" or options.network_up_ports is not None:
-            raise TargetError("tofino: port-bitmap delivery is rendered for one message per packet on a lone switch; "
-                              "compile with --delivery groups" + (" (or --batch first)" if mode == "union" else ""))
+        if mode == "union":
+            raise TargetError("tofino: port-bitmap delivery is rendered for one message per packet; "
+                              "compile with --delivery groups (or --batch first)")
         batched = _batch.bitmap(pipeline, mode)
     elif mode == "union":
         batched = _batch.replicate(pipeline, messages)

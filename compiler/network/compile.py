@@ -38,7 +38,7 @@ from compiler import rules as ast
 from compiler.approximate import Alpha, check_alpha
 from compiler.base import P4subError, gc_pause
 from compiler.compile import CompileOptions, compile_rules
-from compiler.network.routing import UP_PORT, SwitchRules, lower_up_port, route, send_misses_up
+from compiler.network.routing import UP_PORT, SwitchRules, lower_up_port, route, send_misses_up, with_up_rule
 from compiler.network.topology import Topology
 from compiler.network.topology_file import write_topology
 from compiler.rules import check_rules
@@ -108,33 +108,52 @@ def same_rule_sets(per_switch: Mapping[str, SwitchRules]) -> list[tuple[SwitchRu
 
 def compile_switch(task: SwitchTask, keep_pipeline: bool = False) -> list[dict[str, Any]]:
     """Compile the task's rule set once; per switch holding it, its statistics (and its directory
-    when ``task.out_dir`` is set). Copies carry ``compiled_as``, the switch whose compile they share."""
+    when ``task.out_dir`` is set). Copies carry ``compiled_as``, the switch whose compile they share.
+
+    The switch compiles as a lone switch does (:func:`compiler.compile.compile_rules`: lanes, port
+    bitmaps, the budget, widening when nothing exact fits), with the options given; only
+    ``delivery="groups"`` keeps MR's catch-all as the leaf table's default action (one lane).
+    """
     sr = task.rules
-    # The network transforms (misses up, the logical up port) rewrite leaf tables: one lane, groups.
-    options = dataclasses.replace(task.options, delivery="groups", lanes=None)
+    rules, options = switch_rules(sr, task.options)
     if options.field_order:  # one network-wide order; each switch uses the fields its own rules test
-        tested = {c.attribute.name for r in sr.rules for c in ast.comparisons(r.filter)}
+        tested = {c.attribute.name for r in rules for c in ast.comparisons(r.filter)}
         options = dataclasses.replace(options, field_order=tuple(f for f in options.field_order if f in tested))
     with gc_pause.paused():  # the diagram and its tables are millions of live objects
-        compiled = compile_rules(task.spec, sr.rules, options)
-    pipeline = send_misses_up(compiled.pipeline) if sr.miss_up else compiled.pipeline
-    text = _rules_text(sr.rules) if task.out_dir is not None else ""
+        compiled = compile_rules(task.spec, rules, options)
+    misses_up = sr.miss_up and rules is sr.rules
+    pipeline = send_misses_up(compiled.pipeline) if misses_up else compiled.pipeline
+    text = _rules_text(rules) if task.out_dir is not None else ""
     out = []
     for member in task.switches:
         stats = dict(compiled.stats)
-        stats.update(switch=member.switch, layer=member.layer, rules=len(member.rules), up_ports=list(member.up_ports))
+        stats.update(switch=member.switch, layer=member.layer, rules=len(member.rules), up_ports=list(member.up_ports),
+                     fits=not stats["budget_misses"], budget=dataclasses.asdict(options.budget))
         if member is not sr:
             stats["compiled_as"] = sr.switch
         if task.out_dir is not None:
-            _write_switch(Path(task.out_dir) / member.switch, member, text, pipeline, stats, task.emit)
+            _write_switch(Path(task.out_dir) / member.switch, member, text, pipeline, stats, task.emit, misses_up)
         if keep_pipeline:
             stats["_pipeline"] = pipeline
         out.append(stats)
     return out
 
 
+def switch_rules(sr: SwitchRules, options: CompileOptions) -> tuple[ast.RuleSet, CompileOptions]:
+    """The rules a switch compiles and the options it compiles them with.
+
+    ``delivery="groups"`` is the first compiler's layout, one lane, with MR's catch-all as the leaf
+    table's default action (:func:`compiler.network.routing.send_misses_up`); any other delivery
+    compiles MR's catch-all as a rule (:func:`compiler.network.routing.with_up_rule`), which every
+    layout, lanes and bitmaps included, carries as it carries any rule.
+    """
+    if options.delivery == "groups":
+        return sr.rules, dataclasses.replace(options, lanes=None)
+    return (with_up_rule(sr.rules) if sr.miss_up else sr.rules), options
+
+
 def _write_switch(out: Path, sr: SwitchRules, text: str, pipeline: ir.Pipeline, stats: Mapping[str, Any],
-                  emit: SwitchEmit | None) -> None:
+                  emit: SwitchEmit | None, misses_up: bool) -> None:
     """One switch's directory; ``text`` is its rules as ``rules.sub`` holds them."""
     out.mkdir(parents=True, exist_ok=True)
     if emit is not None:
@@ -143,7 +162,7 @@ def _write_switch(out: Path, sr: SwitchRules, text: str, pipeline: ir.Pipeline, 
     header = (f"# rules of switch {sr.switch} (layer {sr.layer}); port {UP_PORT} is the logical up port "
               f"(physical up ports {', '.join(map(str, sr.up_ports)) or 'none'})\n"
               + (f"# MR: a packet no rule matches goes to port {UP_PORT} (the leaf table's default action)\n"
-                 if sr.miss_up else ""))
+                 if misses_up else ""))
     (out / "rules.sub").write_text(header + text, encoding="utf-8")
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
 
@@ -354,7 +373,7 @@ def network_stats(topology: Topology, results: list[Mapping[str, Any]], **extra:
     for r in sorted(results, key=lambda r: topology.node_id(r["switch"])):
         s = r["switch"]
         row = {k: r[k] for k in ("layer", "rules", "total_entries", "table_bits", "multicast_groups", "states",
-                                 "compile_seconds", "tables")}
+                                 "compile_seconds", "delivery", "lanes", "exact", "fits", "budget_misses", "tables")}
         own = "compiled_as" not in r
         if not own:
             row["compiled_as"] = r["compiled_as"]
@@ -382,6 +401,10 @@ def network_stats(topology: Topology, results: list[Mapping[str, Any]], **extra:
         "multicast_groups": sum(r["multicast_groups"] for r in switches.values()),
         "compiles": sum(1 for r in switches.values() if "compiled_as" not in r),
         "compile_seconds": round(sum(r["compile_seconds"] for r in switches.values() if "compiled_as" not in r), 4),
+        "all_fit": all(r["fits"] for r in switches.values()),
+        "all_exact": all(r["exact"] for r in switches.values()),
+        "largest": max(({"switch": s, "entries": r["total_entries"], "lanes": r["lanes"], "delivery": r["delivery"]}
+                        for s, r in switches.items()), key=lambda x: x["entries"], default=None),
     }
     extra = {k: (alpha_json(v) if isinstance(v, Alpha) else v) for k, v in extra.items()}
     return {"switches": switches, "layers": dict(sorted(layers.items(), key=lambda kv: kv[1]["layer"])),

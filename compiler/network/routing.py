@@ -213,10 +213,47 @@ def _mr_table(table: dict[int, int], true_id: int | None) -> tuple[dict[int, int
 
 
 def send_misses_up(pipeline: ir.Pipeline) -> ir.Pipeline:
-    """The pipeline with its leaf table's default action forwarding to :data:`UP_PORT` instead of dropping."""
+    """The pipeline with its leaf table's default action forwarding to :data:`UP_PORT` instead of dropping.
+
+    For one-lane pipelines with multicast groups only: port-bitmap lanes have no leaf table whose
+    miss every packet reaches (:func:`with_up_rule` is MR for them)."""
+    if pipeline.delivery.is_bitmap:
+        raise P4subError("send_misses_up rewrites the leaf table of a one-lane pipeline; a bitmap switch "
+                         "sends everything up with with_up_rule")
     tables = tuple(dataclasses.replace(t, default_action="forward", default_args=(UP_PORT,)) if t.role == "leaf" else t
                    for t in pipeline.tables)
     return dataclasses.replace(pipeline, tables=tables)
+
+
+def with_up_rule(rules: ast.RuleSet) -> ast.RuleSet:
+    """MR's ``true -> up`` as a rule, for a switch compiled in port-bitmap lanes (``miss_up``).
+
+    With outputs on edges the catch-all costs little: it is decided at its lane's root, whose
+    edges all OR in the up bit, and no other node remembers it. The up port leaves every other
+    rule (the catch-all already sends every packet up), so that their port sets are the down
+    ports alone, and a rule left with no port is dropped. The rule set is then what the switch
+    does, all of it: ``rules.sub`` says so and ``p4sub verify`` proves the pipeline against it.
+    """
+    out = []
+    for rule in rules:
+        ports = rule.ports
+        if UP_PORT not in ports:
+            out.append(rule)
+        elif len(ports) > 1:
+            out.append(_without_up(rule))
+    out.append(_UP_RULE)
+    return ast.RuleSet(tuple(out), rules.path)
+
+
+_UP_RULE = ast.Rule(ast.Const(True), (ast.Forward((UP_PORT,)),), None)
+
+
+@functools.lru_cache(maxsize=1 << 20)
+def _without_up(rule: ast.Rule) -> ast.Rule:
+    """``rule`` without the up port; one object per rule, shared by the switches that hold it."""
+    actions = tuple(_forward_of(frozenset(a.ports) - {UP_PORT})[0] if type(a) is ast.Forward else a
+                    for a in rule.actions)
+    return ast.Rule(rule.filter, actions, rule.location)
 
 
 @dataclass
@@ -358,7 +395,7 @@ def lower_up_port(pipeline: ir.Pipeline, up_ports: tuple[int, ...]) -> ir.Pipeli
     forward to the marker (routing never makes it do so).
     """
     if pipeline.delivery.is_bitmap:
-        raise P4subError("lower_up_port rewrites leaf tables; a switch in a network is compiled with delivery groups")
+        return _lower_bitmap(pipeline, up_ports)
     leaf_tables = {t.name for t in pipeline.tables if t.role == "leaf"}
     groups = {g.id: g for g in pipeline.multicast_groups}
     if not up_ports:
@@ -400,6 +437,26 @@ def lower_up_port(pipeline: ir.Pipeline, up_ports: tuple[int, ...]) -> ir.Pipeli
     used = {g for e in entries if e.table in leaf_tables for g in _groups_of(pipeline, e)}
     kept = tuple(g for g in new_groups if g.id in used)
     return dataclasses.replace(pipeline, tables=tables, entries=tuple(entries), multicast_groups=kept)
+
+
+def _lower_bitmap(pipeline: ir.Pipeline, up_ports: tuple[int, ...]) -> ir.Pipeline:
+    """:func:`lower_up_port` for port-bitmap delivery: the up port's bit stands for ``up_ports[0]``.
+
+    The bit keeps its place, so no entry changes: the delivery's port list and its group name the
+    physical port instead of the marker. One up port per switch, not per leaf state as with groups:
+    lanes OR their bits, and two lanes naming two up ports would send a packet up twice.
+    """
+    d = pipeline.delivery
+    if UP_PORT not in d.ports:
+        return pipeline
+    if not up_ports:
+        raise P4subError("the pipeline forwards to the logical up port, but the switch has no up ports")
+    if up_ports[0] in d.ports:
+        raise P4subError(f"the pipeline forwards to up port {up_ports[0]} itself; rules name the up port as {UP_PORT}")
+    ports = tuple(up_ports[0] if p == UP_PORT else p for p in d.ports)
+    groups = tuple(ir.MulticastGroup(g.id, tuple(sorted(ports))) if g.id == d.group else g
+                   for g in pipeline.multicast_groups)
+    return dataclasses.replace(pipeline, delivery=dataclasses.replace(d, ports=ports), multicast_groups=groups)
 
 
 def _groups_of(pipeline: ir.Pipeline, entry: ir.Entry) -> list[int]:

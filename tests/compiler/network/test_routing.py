@@ -16,7 +16,8 @@ from compiler.approximate import Alpha
 from compiler.base.errors import P4subError
 from compiler.compile import CompileOptions, compile_rules
 from compiler.network.compile import compile_network
-from compiler.network.routing import UP_PORT, filter_sets, lower_up_port, orientation, route, send_misses_up
+from compiler.network.routing import (UP_PORT, filter_sets, lower_up_port, orientation, route, send_misses_up,
+                                      with_up_rule)
 from compiler.network.topology import facebook_fabric, fat_tree, jellyfish, leaf_spine
 from compiler.network.topology_file import parse_topology
 from compiler.rules.typecheck import check_rules
@@ -168,15 +169,16 @@ def test_mr_filters_are_tr_filters_below_plus_true_up(per_host):
 @settings(max_examples=8, deadline=None)
 @given(st.lists(st.lists(st.tuples(st.integers(0, 255), st.integers(1, 255)), max_size=2), min_size=16, max_size=16))
 def test_mr_never_stores_more_entries_than_tr_at_aggregation_and_core(per_host):
-    """For one field order: MR's diagram is that of the down-port rules (``true -> up`` is the leaf
-    table's default action), a projection of TR's diagram of the same rules plus the exact up filter."""
+    """For one field order, with delivery groups: MR's diagram is that of the down-port rules (``true -> up``
+    is the leaf table's default action), a projection of TR's diagram of the same rules plus the exact up
+    filter. (In bitmap lanes the catch-all is a rule, and this is no theorem.)"""
     assume(any(per_host))
     topo = fat_tree(4)
     rules = ast.RuleSet(tuple(
         ast.Rule(ast.And((ast.Comparison(ast.Field("m.a"), ">", ast.Number(a)),
                           ast.Comparison(ast.Field("m.b"), "<", ast.Number(b)))), (ast.Forward((host,)),))
         for host, subs in enumerate(per_host, start=1) for a, b in subs))
-    options = CompileOptions(field_order=("m.a", "m.b"))
+    options = CompileOptions(field_order=("m.a", "m.b"), delivery="groups")
     mr = compile_network(topo, rules, SPEC, policy="mr", options=options, jobs=1).stats["switches"]
     tr = compile_network(topo, rules, SPEC, policy="tr", options=options, jobs=1).stats["switches"]
     for s in topo.switches():
@@ -187,7 +189,8 @@ def test_mr_never_stores_more_entries_than_tr_at_aggregation_and_core(per_host):
 def test_mr_sends_what_no_rule_matches_up_by_default():
     topo = fat_tree(4)
     rules = host_rules([["h1"], ["h2", "h9"]], topo)
-    result = compile_network(topo, rules, SPEC, policy="mr", jobs=1, keep_pipelines=True)
+    result = compile_network(topo, rules, SPEC, policy="mr", options=CompileOptions(delivery="groups"), jobs=1,
+                             keep_pipelines=True)
     edge = result.pipelines["e1_1"]  # h1's and h2's switch
     leaf = next(t for t in edge.tables if t.role == "leaf")
     assert (leaf.default_action, leaf.default_args) == ("forward", (UP_PORT,))
@@ -199,6 +202,31 @@ def test_mr_sends_what_no_rule_matches_up_by_default():
     assert next(t for t in core.tables if t.role == "leaf").default_action == "drop_packet"
     lowered = lower_up_port(edge, topo.up_ports("e1_1"))
     assert next(t for t in lowered.tables if t.role == "leaf").default_args == (topo.up_ports("e1_1")[0],)
+
+
+@pytest.mark.parametrize("lanes", [1, 2, None])
+def test_mr_in_bitmap_lanes_sends_everything_up(lanes):
+    """MR's catch-all as a rule: every packet goes up, matched or not, in any number of lanes;
+    lowered, the up bit names the first physical up port and nothing else changes."""
+    topo = fat_tree(4)
+    rules = host_rules([["h1"], ["h2", "h9"]], topo)
+    options = CompileOptions(delivery="bitmap", lanes=lanes)
+    result = compile_network(topo, rules, SPEC, policy="mr", options=options, jobs=1, keep_pipelines=True)
+    edge = result.pipelines["e1_1"]
+    assert edge.delivery.is_bitmap and UP_PORT in edge.delivery.ports
+    values = np.arange(4, dtype=np.uint64)
+    cols = {"m.a": values, "m.b": np.zeros(4, dtype=np.uint64)}
+    host_port = {h: topo.host_attachment(h)[1] for h in ("h1", "h2")}
+    assert Model(edge).run(cols).port_sets() == [{host_port["h1"], UP_PORT}, {host_port["h2"], UP_PORT}, {UP_PORT},
+                                                 {UP_PORT}]
+    up = topo.up_ports("e1_1")
+    assert Model(lower_up_port(edge, up)).run(cols).port_sets() == [{host_port["h1"], up[0]}, {host_port["h2"], up[0]},
+                                                                    {up[0]}, {up[0]}]
+    core = result.pipelines["c1"]  # no up port: nothing for a packet no rule matches
+    assert UP_PORT not in core.delivery.ports
+    assert Model(core).run(cols).port_sets()[2:] == [set(), set()]
+    with pytest.raises(P4subError, match="no up ports"):
+        lower_up_port(edge, ())
 
 
 def test_compile_network_writes_the_network_directory(tmp_path):
@@ -248,20 +276,26 @@ def ranged_subscriptions(draw):
 
 
 @settings(max_examples=30, deadline=None)
-@given(ranged_subscriptions(), st.sampled_from(["mr", "tr"]), st.sampled_from([1, 50]))
-def test_each_switch_pipeline_equals_a_compile_of_its_own_rules(case, policy, alpha):
+@given(ranged_subscriptions(), st.sampled_from(["mr", "tr"]), st.sampled_from([1, 50]),
+       st.sampled_from(["groups", "bitmap"]))
+def test_each_switch_pipeline_equals_a_compile_of_its_own_rules(case, policy, alpha, delivery):
     """compile_network compiles equal rule sets once and shares per-filter work between switches
     (compiler.rules.memo); every switch's pipeline must still be exactly what compiling that
-    switch's routed rules alone gives, and the model must run it as the rules say."""
+    switch's routed rules alone gives (MR's catch-all: the default action with groups, a rule in
+    bitmap lanes), and the model must run it as the rules say."""
     topo, rules = case
     result = compile_network(topo, rules, SPEC, policy=policy, alpha=Alpha(Decimal(alpha)), jobs=1,
-                             keep_pipelines=True)
+                             options=CompileOptions(delivery=delivery), keep_pipelines=True)
     per_switch = route(topo, rules, check_rules(rules, SPEC, port_bits=32).fields, policy, Alpha(Decimal(alpha)))
     values = np.arange(256, dtype=np.uint64)
     for s, sr in per_switch.items():
-        direct = compile_rules(SPEC, sr.rules, CompileOptions(delivery="groups", lanes=None)).pipeline
-        if sr.miss_up:
-            direct = send_misses_up(direct)
+        if delivery == "groups":
+            direct = compile_rules(SPEC, sr.rules, CompileOptions(delivery="groups", lanes=None)).pipeline
+            if sr.miss_up:
+                direct = send_misses_up(direct)
+        else:
+            own = with_up_rule(sr.rules) if sr.miss_up else sr.rules
+            direct = compile_rules(SPEC, own, CompileOptions(delivery="bitmap")).pipeline
         assert result.pipelines[s] == direct, s
         shared = result.stats["switches"][s].get("compiled_as")
         if shared is not None:
