@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler.approximate import Alpha
+from compiler.compile import Budget, CompileOptions
 from compiler.network.compile import compile_network
 from compiler.network.host_rules import parse_network_rules
 from compiler.network.topology import Topology, facebook_fabric, fat_tree, jellyfish, leaf_spine
@@ -204,11 +205,13 @@ def behind(topo: Topology) -> dict[tuple[str, int], set[str]]:
 
 
 def simulate_subs(topo: Topology, subs, publisher: str, batch: Batch, mode: str, policy: str,
-                  alpha: Alpha = Alpha()):
+                  alpha: Alpha = Alpha(), options: CompileOptions = CompileOptions(), stats: dict | None = None):
     with tempfile.TemporaryDirectory() as tmp:
         rules = parse_network_rules(rules_text(subs), topo, "net.rules")
-        compile_network(topo, rules, SPEC, policy=policy, alpha=alpha, out_dir=tmp, jobs=1)
+        result = compile_network(topo, rules, SPEC, policy=policy, alpha=alpha, options=options, out_dir=tmp, jobs=1)
         network = load_network(tmp)
+    if stats is not None:
+        stats.update(result.stats)
     return simulate(network, [batch], publisher, mode, record=True)
 
 
@@ -309,6 +312,52 @@ def test_exact_routing_delivers_to_exactly_the_subscribed_hosts_along_a_tree(dat
         assert vars(st_) == figures[link], link
         if policy == "tr" or topo.direction(*link) == "down":
             assert st_.extra_messages == 0 and st_.extra_packets == 0, link  # only MR's up ports carry extra
+
+
+@FAST
+@given(st.data(), networks(), st.sampled_from(["mr", "tr"]), st.sampled_from(["prune", "union"]),
+       st.sampled_from([("bitmap", None), ("bitmap", 1), ("bitmap", 2), ("bitmap", 3), ("groups", None),
+                        ("auto", None)]))
+def test_switches_in_lanes_and_bitmaps_deliver_exactly_to_the_subscribed_hosts(data, net, policy, mode, layout):
+    """Every per-switch layout (port bitmaps over 1 to 3 lanes or chosen, multicast groups, auto), MR's
+    catch-all as a rule or as a default action: each host gets exactly what the oracle says."""
+    topo, subs, publisher = net
+    batch = data.draw(traces(subs))
+    delivery, lanes = layout
+    stats: dict = {}
+    sim = simulate_subs(topo, subs, publisher, batch, mode, policy,
+                        options=CompileOptions(delivery=delivery, lanes=lanes), stats=stats)
+    check_hosts_exact(sim, wanted_rows(subs, batch, mode, topo.hosts()), topo, mode, batch)
+    check_tree_walk(sim, topo, publisher)
+    assert sim.lost_copies == 0
+    switches = stats["switches"].values()
+    assert all(s["exact"] and s["fits"] for s in switches)
+    if delivery != "auto":
+        assert {s["delivery"] for s in switches} == {delivery}
+
+
+@FAST
+@given(st.data(), networks(), st.sampled_from(["mr", "tr"]), st.integers(1, 12))
+def test_a_switch_widened_to_its_budget_never_loses_a_packet(data, net, policy, entries):
+    """A budget too small for the exact rules widens them (compiler.budget): hosts may get more than
+    they asked for, never less, and every switch that was widened says so."""
+    topo, subs, publisher = net
+    batch = data.draw(traces(subs))
+    stats: dict = {}
+    options = CompileOptions(delivery="bitmap", budget=Budget(entries=entries))
+    sim = simulate_subs(topo, subs, publisher, batch, "prune", policy, options=options, stats=stats)
+    want = wanted_rows(subs, batch, "prune", topo.hosts())
+    for h in topo.hosts():
+        if h != publisher:
+            got = set(np.concatenate(sim.deliveries.get(h, [np.zeros(0, dtype=np.int64)])).tolist())
+            assert set(np.flatnonzero(want[h]).tolist()) <= got, h
+            assert sim.hosts[h].false_negatives == 0, h
+    check_tree_walk(sim, topo, publisher)
+    assert sim.lost_copies == 0
+    for name, s in stats["switches"].items():
+        assert s["fits"] == (not s["budget_misses"]), name
+        assert not s["fits"] or s["total_entries"] <= entries, name
+    assert stats["totals"]["all_fit"] == all(s["fits"] for s in stats["switches"].values())
 
 
 @FAST
