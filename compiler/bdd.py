@@ -267,6 +267,7 @@ class _Builder:
         self._item_values: list[tuple] = []
         self._arrays: tuple[np.ndarray, ...] | None = None  # see _last_level_arrays
         self._item_sets: dict[int, tuple[frozenset[int], int]] = {}  # see _item_set_leaf
+        self._must: dict[int, int] = {}  # node -> the ports every path through it gives (see _sweep)
 
     # -- interning ---------------------------------------------------------------------------
     def _item(self, item: tuple) -> int:
@@ -502,18 +503,49 @@ class _Builder:
                                 _count_in(by_reach, reach[o], keys[o], 1)
                         counts[o] = n
             end = events[i][0] - 1 if i < n_events else top
-            if given or emitted[0]:
-                child = self._child(level + 1, counts, hsum, given | emitted[0], by_reach)
+            gives = emitted[0]
+            if given or gives:
+                child = self._child(level + 1, counts, hsum, given | gives, by_reach)
             else:
                 child = memo.get((len(counts), hsum, 0))
                 if child is None:
                     child = self._build(level + 1, frozenset(counts), hsum)
-            edges.append((pos, end, child))
             if pure is not None:
-                fresh = emitted[0] & ~given
+                hoisted = self._must_of(child) & ~(given | gives)
+                if hoisted:  # every path below gives these: the edge gives them, the child need not
+                    gives |= hoisted
+                    child = self._child(level + 1, counts, hsum, given | gives, by_reach)
+                fresh = gives & ~given
                 emits.append(self._emission(fresh) if fresh else 0)
+            edges.append((pos, end, child))
             pos = end + 1
         return edges, emits if self.emit else None
+
+    def _must_of(self, node: int) -> int:
+        """The ports (a bitmap over :attr:`_bit_of`) that every path from ``node`` gives, emitted on
+        its edges or at its leaves. An edge above that gives them itself makes the child smaller,
+        and siblings that differed only in where those ports were emitted become one edge."""
+        found = self._must.get(node)
+        if found is not None:
+            return found
+        d = self.diagram
+        if node in d.leaves:
+            found = 0
+            for p in d.leaves[node].ports:
+                found |= 1 << self._port_bit(p)
+        else:
+            n = d.nodes[node]
+            found = -1
+            for i, (_, _, child) in enumerate(n.edges):
+                edge = self._must_of(child)
+                if n.emits and n.emits[i]:
+                    for p in d.emissions[n.emits[i]]:
+                        edge |= 1 << self._port_bit(p)
+                found &= edge
+                if not found:
+                    break
+        self._must[node] = found
+        return found
 
     def _child(self, level: int, counts: dict[int, int], hsum: int, given: int,
                by_reach: dict[int, list[int]] | None) -> int:

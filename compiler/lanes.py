@@ -189,6 +189,12 @@ def choose_lanes(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], *, la
     best: LaneChoice | None = None
     smallest = 0
     tried: list[tuple[int, int | None]] = []
+    if len(counts) > 1:
+        probe = _probe_one_lane(cubes_of, fields, field_order, max_edges)
+        if probe is not None:
+            best, smallest = probe, probe.size
+            tried.append((1, probe.size))
+            counts = [n for n in counts if n != 1]
     for n in counts:
         parts, hubs = spread(sigs, n, pinned, prefer)
         if any(len(parts) == m for m, _ in tried):
@@ -219,6 +225,31 @@ def choose_lanes(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], *, la
     if best is None:
         raise DiagramTooLarge(f"every lane count tried passed {max_edges} edges")
     return LaneChoice(best.lanes, best.diagrams, best.size, tuple(tried))
+#: The one-lane probe stops past this many edges per cube (and at the caller's bound).
+PROBE_EDGES_PER_CUBE = 2
+
+
+def _probe_one_lane(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], field_order: Sequence[str] | None,
+                    max_edges: int | None) -> LaneChoice | None:
+    """All rules in one lane, given up past a few edges per cube: the choice when it is that small.
+
+    Lanes keep apart rules that would multiply each other's undecided states, but they also keep
+    apart rules that make each other redundant: a lane cannot leave out a port another lane gives
+    (:meth:`compiler.bdd._Builder._sweep`, "given ports"). When rules share few ports, as on a
+    routed switch, one lane is often far smaller (a fat tree's core switch at 4k Siena filters: 8
+    edges in one lane, 4,748 in eight), and trying it first bounds every later candidate by it.
+    """
+    cubes = [c for part in cubes_of for c in part]
+    bound = max(64, PROBE_EDGES_PER_CUBE * len(cubes))
+    if max_edges is not None:
+        bound = min(bound, max_edges)
+    try:
+        d = build_lane(cubes, fields, field_order=field_order, max_edges=bound)
+    except DiagramTooLarge:
+        return None
+    return LaneChoice((tuple(range(len(cubes_of))),), (d,), edge_count(d), ())
+
+
 def _candidates(distinct: int, max_lanes: int) -> list[int]:
     """Lane counts to try: 1, 2, 4, ... up to ``max_lanes`` and no more than the distinct signatures."""
     top = max(1, min(max_lanes, distinct))
