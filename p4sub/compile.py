@@ -239,6 +239,10 @@ def include_options(args: argparse.Namespace, spec):
     return module.IncludeOptions(headers_type=headers_type, instance=instance, batch=args.batch or "auto")
 
 
+#: How many layouts the target may refuse before the compile gives up (each refusal is a compile).
+MAX_REFUSALS = 10
+
+
 def run(args: argparse.Namespace) -> int:
     # The command keeps its rules, diagram and tables to the end: the collector would only walk them
     # again and again (at 100k rules, 3.1 of 6.3 s of CPU).
@@ -297,7 +301,7 @@ def _run(args: argparse.Namespace) -> int:
             rendered = render(compiled.pipeline)
             break
         except ResourceError as exc:
-            if args.exact or len(refusals) >= 6:
+            if args.exact or len(refusals) >= MAX_REFUSALS:
                 raise
             codes = {**dict(options.codes), **{f: min(n, dict(options.codes).get(f, n)) for f, n in exc.codes.items()}}
             if codes and codes != dict(options.codes):

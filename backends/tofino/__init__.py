@@ -119,10 +119,9 @@ def check_slots_fit(pipeline: ir.Pipeline, messages: MessageLayout, options: Tof
     """Refuse at once a batched pipeline whose per-message copies cannot fit the chip's memory.
 
     One message's tables (with its hit and keep tables) are laid out and estimated, then counted
-    once per message of a packet: the copies run side by side, so memory is what adds up. When TCAM
-    is short and compressed fields' code tables are part of it, the ResourceError says how many
-    thresholds each code table could keep for the rest to fit (``codes``), which the compile can
-    act on (:mod:`compiler.coarsen`).
+    once per message of a packet: the copies run side by side, so memory is what adds up. When the
+    rules compress a field, the ResourceError says how many thresholds its code table could keep for
+    the rest to fit (``codes``), which the compile can act on (:mod:`compiler.coarsen`).
     """
     target = options.target
     one = _batch.replicate(pipeline, replace(messages, depth=1))
@@ -132,15 +131,15 @@ def check_slots_fit(pipeline: ir.Pipeline, messages: MessageLayout, options: Tof
     tcam, sram = est.tcam_blocks * depth, est.sram_blocks * depth
     if tcam <= target.tcam_total and sram <= target.sram_total:
         return
-    uses = {u.name: u for u in est.tables}
-    code_tables = [t for t in layout.tables if t.table.role == "code" and uses[t.name].tcam_blocks]
+    code_tables = [t for t in layout.tables if t.table.role == "code"]
     codes: dict[str, int] = {}
-    if tcam > target.tcam_total and code_tables:
-        code_blocks = sum(uses[t.name].tcam_blocks for t in code_tables)
-        room = target.tcam_total // depth - (est.tcam_blocks - code_blocks)  # per message, for the code tables
-        # The share of its TCAM a code table may keep: what is left beside the other tables, or, when
-        # they alone are too big (range keys on the codes), the share the whole message may keep.
-        keep = room / code_blocks if room > 0 else target.tcam_total / depth / est.tcam_blocks
+    if code_tables:
+        # The share of its thresholds a code table may keep: the share of the short memory the whole
+        # message may keep, since what matches the codes shrinks with them (range keys on the codes in
+        # TCAM, their exact expansions, the leaf states and so the keep tables in SRAM). The compile
+        # asks again while that was not enough.
+        keep = min(target.tcam_total / depth / max(1, est.tcam_blocks),
+                   target.sram_total / depth / max(1, est.sram_blocks))
         ir_entries = Counter(e.table for e in pipeline.entries)
         for t in code_tables:
             cuts = ir_entries[t.table.name.removesuffix("_m0")]

@@ -72,5 +72,17 @@ def test_coarsened_compiles_deliver_a_superset(rules, packets, layout, limit, na
 def test_a_sample_keeps_the_cuts_where_the_traffic_is() -> None:
     """Traffic only between 500 and 510: the cuts there are kept, the far one goes."""
     cubes = [[(((("f", IntervalSet.of(v, 1000, 1000)),)), ())] for v in (100, 502, 505)]
-    sample = np.arange(500, 510)
+    sample = {"f": np.arange(500, 510, dtype=np.uint64)}
     assert choose_cuts(cubes, "f", 2, sample) == (502, 505)
+
+
+def test_each_cube_is_costed_on_the_traffic_its_other_constraints_hold_for() -> None:
+    """Stock 1 trades around 100, stock 2 around 900: with one cut to spare, the stock-1 filter at
+    900 and the stock-2 filter at 100 lose theirs (nobody's traffic is there), not the busy ones."""
+    def cube(stock: int, v: int) -> list:
+        return [((("f", IntervalSet.of(v, 1000, 1000)), ("s", IntervalSet.of(stock, stock, 3))), ())]
+
+    cubes = [cube(1, 100), cube(2, 900), cube(1, 905), cube(2, 95)]
+    sample = {"f": np.array([98, 99, 101, 102, 898, 899, 901, 902] * 10, dtype=np.uint64),
+              "s": np.array([1, 1, 1, 1, 2, 2, 2, 2] * 10, dtype=np.uint64)}
+    assert choose_cuts(cubes, "f", 2, sample) == (100, 900)
