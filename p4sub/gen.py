@@ -120,12 +120,22 @@ def check_bounds(command: str, args: argparse.Namespace) -> None:
                          f"too many: give --hosts 1 to {most}")
 
 
+def binary_output(path: str, what: str) -> str:
+    """``path`` as the file a binary output (a pcap) goes to: ``-`` is refused rather than written as a
+    file of that name, since only ``gen rules`` writes to stdout (text); ``/dev/stdout`` pipes a pcap."""
+    if path == "-":
+        raise P4subError(f"-o -: {what} is binary and is not written to stdout; give a file name "
+                         "(-o /dev/stdout to pipe it)")
+    return path
+
+
 def run_itch(args: argparse.Namespace) -> int:
     from apps.itch.binaryfile import write_binary_file
     from apps.itch.feed import FeedConfig, generate_messages, write_itch_feed
     from apps.udp import UdpEndpoints
 
     check_bounds("itch", args)
+    binary_output(args.output, "an ITCH feed (pcap or BinaryFILE)")
     cfg = FeedConfig(messages=args.messages, symbols=args.symbols, zipf=args.zipf, batch=args.batch, seed=args.seed,
                      session=args.session)
     cfg.validate()
@@ -155,6 +165,7 @@ def run_int(args: argparse.Namespace) -> int:
     from apps.int.generator import IntTraceConfig, write_int_trace
 
     check_bounds("int", args)
+    binary_output(args.output, "an INT trace (pcap)")
     cfg = IntTraceConfig(packets=args.packets, switches=args.switches, hops=args.hops, anomalies=args.anomalies,
                          seed=args.seed, int_port=args.int_port, reports=args.reports, report_port=args.report_port,
                          hosts=args.hosts)
@@ -223,6 +234,7 @@ def run_siena(args: argparse.Namespace) -> int:
     if args.packets < 0:
         raise P4subError("--packets must be >= 0")
     check_bounds("siena", args)
+    binary_output(args.output, "a Siena trace (pcap)")
     # Constraints and operators only shape rules; keep them valid for any --attributes.
     cfg = w.SienaConfig(
         attributes=args.attributes, constraints=(1, max(1, min(4, args.attributes))), int_fraction=args.int_fraction,
@@ -253,6 +265,7 @@ def run_spec(args: argparse.Namespace) -> int:
     if args.spec_packets < 0:
         raise P4subError("--packets must be >= 0")
     check_bounds("spec", args)
+    binary_output(args.spec_output, "a trace (pcap)")
     spec = read_spec(args.spec)
     constants = None
     if args.spec_rules:
