@@ -11,6 +11,7 @@ from typing import Sequence
 from compiler import bdd, ir, stateful
 from compiler.base import CompileError, P4subError
 from compiler.budget import Selectivity, Widening, widenings
+from compiler.coarsen import Coarsening, coarsen
 from compiler.default_path import Default, add_default, default_of
 from compiler.dnf import DEFAULT_LIMIT, ActionSet, rule_actions
 from compiler.lanes import LaneChoice, choose_lanes
@@ -76,6 +77,9 @@ class CompileOptions:
     default: Default = field(default_factory=Default)  # packets no rule looks at (compiler.default_path)
     # Ports the target gives another meaning (port, what it is): refused at the rules' fwd (typecheck).
     reserved_ports: tuple[tuple[int, str], ...] = ()
+    # At most this many thresholds on a field (field, count): the rules' interval ends are moved
+    # outward to the kept ones (compiler.coarsen); a target asks for it when a code table is too big.
+    codes: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -120,9 +124,10 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     order = options.field_order or None
     candidates: list[Compiled] = []
     notes: list[str] = []
+    coarsened: list[Coarsening] = []
     if delivery in ("bitmap", "auto"):
-        candidates.append(_bitmap(spec, typed, options, notes))
-    widened = [c for c in candidates if c.widening is not None]
+        candidates.append(_bitmap(spec, typed, options, notes, coarsened))
+    widened = [c for c in candidates if c.widening != _coarsening_widening(coarsened)]  # more than coarsened
     if delivery == "auto" and widened:
         # The bitmap layout needed widening even in lanes: one diagram that carries decided rules to
         # its leaves is hardly ever smaller, and on such rule sets building it ran for minutes.
@@ -139,7 +144,11 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
             most = options.budget.entries + options.budget.entries // 4
             limit = min(most, max(2 * exact[0].lanes.size, 20_000)) if exact else most
         try:
-            diagram = bdd.build(typed, field_order=order, dnf_limit=options.dnf_limit, max_edges=limit)
+            cubes = bdd.rule_cubes(typed, options.dnf_limit)
+            if options.codes:
+                (cubes,), done = coarsen([cubes], dict(options.codes), options.sample)
+                coarsened += [c for c in done if c not in coarsened]
+            diagram = bdd.build_cubes(cubes, typed.match_fields, field_order=order, max_edges=limit)
         except bdd.DiagramTooLarge:
             if delivery == "groups":
                 raise CompileError(f"--delivery groups: the one decision diagram passed {limit:,} edges (the entry "
@@ -148,7 +157,8 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
             notes.append(f"groups: one diagram passed {limit} edges")
         else:
             pipeline = build_pipeline(diagram, spec, options.tables)
-            candidates.append(Compiled(typed, diagram, pipeline, pipeline_stats(pipeline, 0.0), (diagram,)))
+            candidates.append(Compiled(typed, diagram, pipeline, pipeline_stats(pipeline, 0.0), (diagram,),
+                                       widening=_coarsening_widening(coarsened)))
     for c in candidates:
         c.pipeline = add_default(dataclasses.replace(c.pipeline, guard=typed.guard), options.default, typed.queried)
         c.pipeline = stateful.attach(c.pipeline, state)
@@ -165,11 +175,25 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     best.stats["exact"] = best.widening is None
     if best.widening is not None:
         best.stats["approximation"] = best.widening.to_json()
+    if coarsened and best.widening is not None:
+        best.stats["coarsened"] = [{"field": c.field, "thresholds_before": c.cuts_before,
+                                    "thresholds_after": c.cuts_after, "widened_cubes": c.widened_cubes}
+                                   for c in coarsened]
     best.stats["compile_seconds"] = round(time.perf_counter() - start, 4)
     return best
 
 
-def _bitmap(spec: Spec, typed: TypedRules, options: CompileOptions, notes: list[str]) -> Compiled:
+def _coarsening_widening(coarsened: Sequence[Coarsening], then: Widening | None = None) -> Widening | None:
+    """One :class:`Widening` for coarsened fields (and a constraint-dropping step after them)."""
+    if not coarsened:
+        return then
+    step = "+".join([c.step for c in coarsened] + ([then.step] if then else []))
+    return Widening(step, then.max_constraints if then else None, then.dropped if then else 0,
+                    max(sum(c.widened_cubes for c in coarsened), then.widened_rules if then else 0))
+
+
+def _bitmap(spec: Spec, typed: TypedRules, options: CompileOptions, notes: list[str],
+            coarsened: list[Coarsening]) -> Compiled:
     """The port-bitmap candidate: exact in lanes when that fits the budget, else the least widening
     of the rules (:mod:`compiler.budget`) that does, unless ``options.exact``.
 
@@ -178,6 +202,9 @@ def _bitmap(spec: Spec, typed: TypedRules, options: CompileOptions, notes: list[
     diagrams pass the entry budget (an attempt that would not fit costs no more than one that does).
     """
     cubes_of = [bdd.rule_cubes(typed, options.dnf_limit, (i,)) for i in range(len(typed.rules))]
+    if options.codes:
+        cubes_of, done = coarsen(cubes_of, dict(options.codes), options.sample)
+        coarsened += done
     pinned = [i for i, r in enumerate(typed.rules) if rule_actions(r).calls]
     ports = sorted({p for r in typed.rules for p in rule_actions(r).ports} | set(options.tables.min_ports))
     steps: list[tuple[Widening | None, list]] = [(None, cubes_of)]
@@ -200,7 +227,7 @@ def _bitmap(spec: Spec, typed: TypedRules, options: CompileOptions, notes: list[
         notes.extend(f"bitmap {name}: {n} lanes -> " + (f"{s} edges" if s is not None else "abandoned")
                      for n, s in choice.tried)
         compiled = Compiled(typed, choice.diagrams[0], pipeline, pipeline_stats(pipeline, 0.0), choice.diagrams,
-                            choice, widening)
+                            choice, _coarsening_widening(coarsened, widening))
         misses = options.budget.misses(compiled.stats)
         if misses:
             notes.append(f"bitmap {name}: " + "; ".join(misses))

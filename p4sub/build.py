@@ -36,6 +36,23 @@ def build_command(program: Path, into: Path, compiler: str, extra: list[str] = (
 BUILT = ("program.json", "p4info.txt")
 
 
+def given_compiler(path: str) -> str:
+    """``--p4c PATH`` checked before anything runs: an executable file, else TargetError saying which
+    it is not (a missing file, a directory, a file without execute permission)."""
+    where = Path(path)
+    if not where.exists():
+        raise TargetError(f"--p4c {path}: no such file; give the path of {COMPILER} (or leave --p4c out to "
+                          f"find it on PATH). {HOW_TO_GET}")
+    if not where.is_file():
+        raise TargetError(f"--p4c {path}: is a directory, not the {COMPILER} program; give the program's path "
+                          f"(e.g. {where / COMPILER})" if where.is_dir() else
+                          f"--p4c {path}: not a regular file; give the path of {COMPILER}")
+    if not os.access(where, os.X_OK):
+        raise TargetError(f"--p4c {path}: not executable (no execute permission); give the path of {COMPILER} "
+                          f"or chmod +x it")
+    return path
+
+
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not (out / "program.p4").is_file() and (out / "p4sub_control.p4").is_file():
@@ -44,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
                          "program.json YOUR_PROGRAM.p4 (docs/bmv2.md, \"Include mode\")")
     if not (out / "program.p4").is_file():
         raise P4subError(f"{out / 'program.p4'}: no such file (run `p4sub compile SPEC RULES --target bmv2 -o {out}`)")
-    compiler = args.p4c or shutil.which(COMPILER)
-    if compiler is None or not Path(compiler).exists():
+    compiler = given_compiler(args.p4c) if args.p4c else shutil.which(COMPILER)
+    if compiler is None:
         raise TargetError(HOW_TO_GET)
     manifest = find_listed(out)
     if manifest is not None:
@@ -59,7 +76,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         cmd = build_command(out / "program.p4", scratch, compiler, args.extra)
         print(" ".join(cmd))
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+        except OSError as exc:  # a script whose interpreter is missing, a binary for another machine
+            raise TargetError(f"{compiler}: cannot run it as {COMPILER}: {exc.strerror or exc}") from None
         if proc.stdout:
             print(proc.stdout, end="")
         if proc.returncode != 0:

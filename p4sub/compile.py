@@ -188,7 +188,9 @@ def report_widening(compiled, options: CompileOptions, trace: str | None) -> Non
     where = f"on {trace}" if trace else "under uniform traffic"
     compiled.stats["extra_deliveries"] = {**counts.to_json(), "traffic": where}
     a = compiled.stats["approximation"]
-    print(f"warning: no exact layout fits the budget; rules widened ({a['step']}: {a['dropped_constraints']} "
+    cut = "".join(f"{c['field']}'s thresholds cut from {c['thresholds_before']} to {c['thresholds_after']}, "
+                  for c in compiled.stats.get("coarsened", ()))
+    print(f"warning: no exact layout fits the budget; rules widened ({a['step']}: {cut}{a['dropped_constraints']} "
           f"constraints dropped from {a['widened_rules']} rules): {counts.extra} extra deliveries for "
           f"{counts.wanted} wanted ({100 * counts.extra_per_wanted:.2f} %) {where}, {counts.missed} missed",
           file=sys.stderr)
@@ -241,6 +243,10 @@ def include_options(args: argparse.Namespace, spec):
 
         return module.IncludeOptions(headers_type=headers_type, instance=instance, tofino=tofino_options(args))
     return module.IncludeOptions(headers_type=headers_type, instance=instance, batch=args.batch or "auto")
+
+
+#: How many layouts the target may refuse before the compile gives up (each refusal is a compile).
+MAX_REFUSALS = 10
 
 
 def run(args: argparse.Namespace) -> int:
@@ -296,16 +302,24 @@ def _run(args: argparse.Namespace) -> int:
             rendered = render(compiled.pipeline)
             break
         except ResourceError as exc:
-            if args.exact or "entries" in args.budget or len(refusals) >= 6 or compiled.stats["total_entries"] < 2:
+            if args.exact or len(refusals) >= MAX_REFUSALS:
                 raise
+            codes = {**dict(options.codes), **{f: min(n, dict(options.codes).get(f, n)) for f, n in exc.codes.items()}}
+            if codes and codes != dict(options.codes):
+                # The target says which code tables are too big: keep fewer thresholds on those fields.
+                options = replace(options, codes=tuple(sorted(codes.items())))
+            elif "entries" in args.budget or compiled.stats["total_entries"] < 2:
+                raise
+            else:
+                options = replace(options, budget=replace(options.budget,
+                                                          entries=max(1, compiled.stats["total_entries"] // 2)))
             refusals.append(f"{args.target}: {exc}")
-            budget = replace(options.budget, entries=max(1, compiled.stats["total_entries"] // 2))
-            options = replace(options, budget=budget)
             compiled = compile_rules(spec, rules, options)
     if refusals:
         compiled.stats["target_refusals"] = refusals
         print(f"note: {args.target} refused {len(refusals)} larger layout(s) on resources; entry budget "
-              f"{options.budget.entries}", file=sys.stderr)
+              f"{options.budget.entries}" + "".join(f", at most {n} thresholds on {f}" for f, n in options.codes),
+              file=sys.stderr)
     if args.like:
         check_like(ir.load(Path(args.like) / "pipeline.json"), compiled.pipeline, args.like)
     if compiled.stats.get("budget_misses"):

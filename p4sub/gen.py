@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ipaddress
+import math
 import sys
 import time
 from typing import Callable, Iterator, TextIO
@@ -30,6 +31,17 @@ def _range(text: str) -> tuple[int, int]:
     if lo > hi:
         raise argparse.ArgumentTypeError(f"empty range {text!r}")
     return lo, hi
+
+
+def _exponent(text: str) -> float:
+    """A Zipf exponent: a finite number >= 0 (0 = uniform); ``nan``, ``inf`` and negatives are refused."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not 0 <= value < math.inf:  # NaN fails it too
+        raise argparse.ArgumentTypeError(f"a Zipf exponent must be a finite number >= 0 (0 = uniform), got {text!r}")
+    return value
 
 
 def _ipv4(text: str) -> bytes:
@@ -120,12 +132,22 @@ def check_bounds(command: str, args: argparse.Namespace) -> None:
                          f"too many: give --hosts 1 to {most}")
 
 
+def binary_output(path: str, what: str) -> str:
+    """``path`` as the file a binary output (a pcap) goes to: ``-`` is refused rather than written as a
+    file of that name, since only ``gen rules`` writes to stdout (text); ``/dev/stdout`` pipes a pcap."""
+    if path == "-":
+        raise P4subError(f"-o -: {what} is binary and is not written to stdout; give a file name "
+                         "(-o /dev/stdout to pipe it)")
+    return path
+
+
 def run_itch(args: argparse.Namespace) -> int:
     from apps.itch.binaryfile import write_binary_file
     from apps.itch.feed import FeedConfig, generate_messages, write_itch_feed
     from apps.udp import UdpEndpoints
 
     check_bounds("itch", args)
+    binary_output(args.output, "an ITCH feed (pcap or BinaryFILE)")
     cfg = FeedConfig(messages=args.messages, symbols=args.symbols, zipf=args.zipf, batch=args.batch, seed=args.seed,
                      session=args.session)
     cfg.validate()
@@ -155,6 +177,7 @@ def run_int(args: argparse.Namespace) -> int:
     from apps.int.generator import IntTraceConfig, write_int_trace
 
     check_bounds("int", args)
+    binary_output(args.output, "an INT trace (pcap)")
     cfg = IntTraceConfig(packets=args.packets, switches=args.switches, hops=args.hops, anomalies=args.anomalies,
                          seed=args.seed, int_port=args.int_port, reports=args.reports, report_port=args.report_port,
                          hosts=args.hosts)
@@ -234,6 +257,7 @@ def run_siena(args: argparse.Namespace) -> int:
     if args.packets < 0:
         raise P4subError("--packets must be >= 0")
     check_bounds("siena", args)
+    binary_output(args.output, "a Siena trace (pcap)")
     # Constraints and operators only shape rules; keep them valid for any --attributes.
     cfg = w.SienaConfig(
         attributes=args.attributes, constraints=(1, max(1, min(4, args.attributes))), int_fraction=args.int_fraction,
@@ -264,6 +288,7 @@ def run_spec(args: argparse.Namespace) -> int:
     if args.spec_packets < 0:
         raise P4subError("--packets must be >= 0")
     check_bounds("spec", args)
+    binary_output(args.spec_output, "a trace (pcap)")
     spec = read_spec(args.spec)
     constants = None
     if args.spec_rules:
@@ -351,7 +376,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     itch.add_argument("--messages", type=int, default=100_000, help="ITCH messages in all, system events included (100000)")
     itch.add_argument("--symbols", type=int, default=100, help="stock symbols (100)")
-    itch.add_argument("--zipf", type=float, default=1.1, help="Zipf exponent of symbol popularity, 0 = uniform (1.1)")
+    itch.add_argument("--zipf", type=_exponent, default=1.1, help="Zipf exponent of symbol popularity, 0 = uniform (1.1)")
     itch.add_argument("--batch", type=_range, default=(1, 12), help="messages per MoldUDP64 packet, uniform in LO-HI (1-12)")
     itch.add_argument("--seed", type=int, default=0, help="random seed (0)")
     itch.add_argument("--format", choices=("pcap", "binaryfile", "binaryfile.gz"), default="pcap", help="output format (pcap)")
@@ -393,7 +418,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     siena.add_argument("--int-fraction", type=float, default=0.7, help="share of integer attributes (0.7)")
     siena.add_argument("--values", type=int, default=1000, help="distinct values per attribute (1000)")
     siena.add_argument("--value-distribution", choices=("uniform", "zipf"), default="uniform", help="(uniform)")
-    siena.add_argument("--zipf", type=float, default=1.0, help="Zipf exponent of values (1.0)")
+    siena.add_argument("--zipf", type=_exponent, default=1.0, help="Zipf exponent of values (1.0)")
     siena.add_argument("--header", default="siena", help="header name of the attributes (siena)")
     siena.add_argument("--seed", type=int, default=0, help="random seed; the rules' seed shares their words (0)")
     siena.add_argument("--no-udp-checksum", action="store_true", help="send UDP checksum 0 instead of computing it")
@@ -418,7 +443,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rules.add_argument("--constraints", type=_range, help="constraints per filter: itch N in 1..5 (2), siena LO-HI (1-4)")
     rules.add_argument("--symbols", type=int, default=100, help="itch: stock symbols, as gen itch names them (100)")
     rules.add_argument("--integer-prices", action="store_true", help="itch: whole-dollar price thresholds")
-    rules.add_argument("--symbol-zipf", type=float, default=0.0, help="itch: Zipf exponent of symbol choice (0 = uniform)")
+    rules.add_argument("--symbol-zipf", type=_exponent, default=0.0, help="itch: Zipf exponent of symbol choice (0 = uniform)")
     rules.add_argument("--switches", type=int, default=100, help="int: switch ids 1..N (100)")
     rules.add_argument("--thresholds", type=int, default=1000, help="int: distinct latency thresholds, 1 us..10 ms (1000)")
     rules.add_argument("--field", default="hicn.name_id", help="hicn: the exact-match field (hicn.name_id)")
@@ -429,7 +454,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rules.add_argument("--values", type=int, default=1000, help="siena: distinct values per attribute (1000)")
     rules.add_argument("--attribute-distribution", choices=("uniform", "zipf"), default="uniform", help="siena (uniform)")
     rules.add_argument("--value-distribution", choices=("uniform", "zipf"), default="uniform", help="siena (uniform)")
-    rules.add_argument("--zipf", type=float, default=1.0, help="siena: Zipf exponent (1.0)")
+    rules.add_argument("--zipf", type=_exponent, default=1.0, help="siena: Zipf exponent (1.0)")
     rules.add_argument("--header", default="siena", help="siena: header name of the attributes (siena)")
     rules.add_argument("--spec-out", metavar="FILE", help="siena: also write the matching P4 spec to FILE")
     rules.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")

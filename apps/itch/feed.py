@@ -84,8 +84,8 @@ class FeedConfig:
             raise P4subError("--symbols must be at least 1")
         if not 1 <= lo <= hi <= 1000:
             raise P4subError(f"--batch range must satisfy 1 <= lo <= hi <= 1000, got {lo}-{hi}")
-        if self.zipf < 0:
-            raise P4subError("--zipf exponent must be >= 0 (0 = uniform)")
+        if not 0 <= self.zipf < math.inf:  # NaN fails it too
+            raise P4subError(f"--zipf {self.zipf}: the exponent must be a finite number >= 0 (0 = uniform)")
         minimum = self.symbols + 6
         if self.messages < minimum:
             raise P4subError(f"--messages must be at least {minimum} (6 system events + one directory message per symbol)")

@@ -24,14 +24,16 @@ ternary prefixes (:mod:`backends.tofino.layout`); the options only make the tabl
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from backends.common.messages import message_layout
+from backends.common.messages import MessageLayout, message_layout
 from backends.common.names import check_key_fields
 from backends.common.state import check_state
 from backends.tofino import batch as _batch
 from backends.tofino.bfrt import document
+from backends.tofino.bfrt import dumps as dumps_entries
 from backends.tofino.fold import fold_miss_tables
 from backends.tofino.include import IncludeOptions, render_include
 from backends.tofino.layout import Layout, TofinoOptions, match_kind_counts, plan
@@ -48,8 +50,8 @@ from compiler.tables import TableOptions
 
 #: The public face; ``hitless``, ``install``, ``stack_program``, ``target`` and ``vt_program`` are public
 #: modules (install and hitless import the BF Runtime client only when called).
-__all__ = ["emit", "emit_control", "build", "compile_options", "network_options", "options_from_args",
-           "TofinoOptions", "IncludeOptions", "Rendered", "TOFINO1", "Target",
+__all__ = ["emit", "emit_control", "build", "check_slots_fit", "compile_options", "network_options",
+           "options_from_args", "TofinoOptions", "IncludeOptions", "Rendered", "TOFINO1", "Target",
            "hitless", "install", "stack_program", "target", "vt_program"]
 
 PROGRAM_FILE = "program.p4"
@@ -108,6 +110,60 @@ def build(pipeline: ir.Pipeline, options: TofinoOptions = TofinoOptions()) -> Re
         return _build(folded, options, folded=True)
 
 
+#: A code table is asked to shrink to this share of what would just fit: blocks grow in steps, and
+#: the field tables that match the codes shrink with it, but not exactly in proportion.
+CODE_HEADROOM = 0.9
+
+
+def check_slots_fit(pipeline: ir.Pipeline, messages: MessageLayout, options: TofinoOptions) -> None:
+    """Refuse at once a batched pipeline whose per-message copies cannot fit the chip's memory.
+
+    One message's tables (with its hit and keep tables) are laid out and estimated, then counted
+    once per message of a packet: the copies run side by side, so memory is what adds up. When the
+    rules compress a field, the ResourceError says how many thresholds its code table could keep for
+    the rest to fit (``codes``), which the compile can act on (:mod:`compiler.coarsen`).
+    """
+    target = options.target
+    one = _batch.replicate(pipeline, replace(messages, depth=1))
+    layout = plan(one.pipeline, options, one.gress_of)
+    est = estimate(layout, check=False)
+    depth = messages.depth
+    tcam, sram = est.tcam_blocks * depth, est.sram_blocks * depth
+    if tcam <= target.tcam_total and sram <= target.sram_total:
+        return
+    code_tables = [t for t in layout.tables if t.table.role == "code"]
+    codes: dict[str, int] = {}
+    if code_tables:
+        # The share of its thresholds a code table may keep: the share of the short memory the whole
+        # message may keep, since what matches the codes shrinks with them (range keys on the codes in
+        # TCAM, their exact expansions, the leaf states and so the keep tables in SRAM). The compile
+        # asks again while that was not enough.
+        keep = min(target.tcam_total / depth / max(1, est.tcam_blocks),
+                   target.sram_total / depth / max(1, est.sram_blocks))
+        ir_entries = Counter(e.table for e in pipeline.entries)
+        for t in code_tables:
+            cuts = ir_entries[t.table.name.removesuffix("_m0")]
+            codes[t.table.attribute] = max(1, int(cuts * keep * CODE_HEADROOM))
+    kind, need, cap = (("TCAM", tcam, target.tcam_total) if tcam > target.tcam_total
+                       else ("SRAM", sram, target.sram_total))
+    per = est.tcam_blocks if kind == "TCAM" else est.sram_blocks
+    big = max(est.tables, key=lambda u: u.tcam_blocks if kind == "TCAM" else u.sram_blocks)
+    raise ResourceError(
+        f"{depth} messages per packet need {need} {kind} blocks ({per} per message, each with its copy of the "
+        f"tables) and {target.name} has {cap}; the largest is {big.name.removesuffix('_m0')} with "
+        f"{big.tcam_blocks if kind == 'TCAM' else big.sram_blocks} blocks per message"
+        + (f"; its code tables fit with at most {', '.join(f'{n} thresholds on {f}' for f, n in codes.items())}"
+           if codes else ""), codes=codes)
+
+
+def _halved_codes(pipeline: ir.Pipeline) -> dict[str, int]:
+    """Half the thresholds of every compressed field: what a batched program whose memory adds up but
+    whose copies do not pack into the stages asks of the compile (the code tables' field tables are
+    what grows with the thresholds)."""
+    counts = Counter(e.table for e in pipeline.entries)
+    return {t.attribute: max(1, counts[t.name] // 2) for t in pipeline.tables if t.role == "code" and counts[t.name] > 1}
+
+
 def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rendered:
     if pipeline.spec.pragma_only:
         raise TargetError(f"tofino: {pipeline.spec.path} is a pragma-only spec (only @pragma query_* lines): it has no "
@@ -128,11 +184,17 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
                               "compile with --delivery groups (or --batch first)")
         batched = _batch.bitmap(pipeline, mode)
     elif mode == "union":
+        check_slots_fit(pipeline, messages, options)  # before twelve copies are built and laid out
         batched = _batch.replicate(pipeline, messages)
     else:
         batched = _batch.single(pipeline, mode)
     layout = plan(batched.pipeline, options, batched.gress_of)
-    est = estimate(layout)
+    try:
+        est = estimate(layout)
+    except ResourceError as exc:
+        if mode != "union" or exc.codes:
+            raise
+        raise ResourceError(exc.message, codes=_halved_codes(pipeline)) from None
     pass_of = {t.name: (t.passes[0] if t.passes else 0) for t in est.tables}
     program = render(layout, batched, messages.stack, messages.depth, messages.query_headers, pass_of)
     stage = network_stage(options.network_up_ports, options.target)
@@ -168,7 +230,8 @@ def write(rendered: Rendered, out_dir: str | Path) -> Rendered:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / PROGRAM_FILE).write_text(rendered.program.text, encoding="utf-8")
-    (out / ENTRIES_FILE).write_text(json.dumps(rendered.entries, indent=1) + "\n", encoding="utf-8")
+    with (out / ENTRIES_FILE).open("w", encoding="utf-8") as f:
+        f.writelines(dumps_entries(rendered.entries))
     (out / RESOURCES_FILE).write_text(json.dumps(rendered.resources, indent=2) + "\n", encoding="utf-8")
     return rendered
 

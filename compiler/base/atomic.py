@@ -2,12 +2,19 @@
 
 The bottom of every output p4sub writes: :mod:`compiler.base.outputs` builds whole files and
 directories on it, and :mod:`compiler.base.manifest` rewrites a manifest with it.
+
+Only regular files are replaced so. A device, FIFO or socket named as an output (``-o /dev/null``,
+a named pipe a reader waits on) is written in place, as a shell's ``>`` would: renaming a file over
+it would destroy the device node and leave the reader waiting. A symbolic link is followed: the
+file it names is replaced beside itself (in its own directory, so the rename stays atomic) and the
+link stays, as ``output_dir`` does for directories and ``>`` does for files.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -15,22 +22,57 @@ from typing import Iterator
 from compiler.base.errors import P4subError
 
 
+def is_special(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` (its symbolic links followed) is a device, FIFO or socket: written in place."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 @contextlib.contextmanager
 def staged(path: str | os.PathLike[str]) -> Iterator[str]:
-    """A temporary path to write ``path``'s content to; renamed to ``path`` when the block succeeds."""
+    """A temporary path to write ``path``'s content to; renamed to ``path`` when the block succeeds.
+
+    For a device, FIFO or socket the path itself (written in place). An OSError of the writing
+    (``No space left on device``) becomes a P4subError naming ``path``, so the command exits 2.
+    """
     target = Path(path)
     if target.is_dir():
         raise P4subError(f"{target}: is a directory, not a file to write")
+    if is_special(target):
+        with _write_errors(os.fspath(path), os.fspath(path)):
+            yield os.fspath(path)
+        return
+    if target.is_symlink():
+        target = Path(os.path.realpath(target))  # replace the file the link names, keep the link
     parent = target.parent if str(target.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=parent)
     except OSError as exc:
-        raise P4subError(f"{target}: cannot write: {exc.strerror or exc}") from None
+        raise P4subError(f"{path}: cannot write: {exc.strerror or exc}") from None
     os.close(fd)
     try:
-        yield tmp
-        os.replace(tmp, target)
+        with _write_errors(os.fspath(path), tmp):
+            yield tmp
+            os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def _write_errors(target: str, written: str) -> Iterator[None]:
+    """Turn an OSError from writing ``written`` (for ``target``) into a P4subError naming ``target``.
+
+    Only errors of that file: those naming it, and those naming no file (a ``write`` or ``close``
+    that failed); an OSError naming another file is not this output's and passes unchanged.
+    """
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None and os.fspath(exc.filename) not in (written, target):
+            raise
+        raise P4subError(f"{target}: cannot write: {exc.strerror or exc}") from None

@@ -54,7 +54,16 @@ class CompileError(P4subError):
 
 
 class ResourceError(P4subError):
-    """A pipeline does not fit the target's resources."""
+    """A pipeline does not fit the target's resources.
+
+    ``codes``, when the target can tell: per compressed field, how many thresholds its code table
+    could hold so that the rest would fit (the compile then keeps that many, :mod:`compiler.coarsen`).
+    """
+
+    def __init__(self, message: str, location: SourceLocation | None = None, *,
+                 codes: dict[str, int] | None = None) -> None:
+        super().__init__(message, location)
+        self.codes = dict(codes or {})
 
 
 class TargetError(P4subError):

@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from compiler.base.atomic import staged
+from compiler.base.atomic import is_special, staged
 from compiler.base.errors import P4subError
 from compiler.base.manifest import MANIFEST, read_manifest, unlisted, write_manifest
 
@@ -58,7 +58,8 @@ def output_dir(path: str | os.PathLike[str]) -> Path:
     if target.parent == target:
         raise P4subError(f"{path}: cannot replace the root directory; give an output directory")
     if target.exists() and not target.is_dir():
-        raise P4subError(f"{path}: is a file, not an output directory; give a new or empty directory")
+        kind = "a device, FIFO or socket" if is_special(target) else "a file"
+        raise P4subError(f"{path}: is {kind}, not an output directory; give a new or empty directory")
     if not target.is_dir() or not any(target.iterdir()):
         return target
     doc = read_manifest(target)
@@ -128,7 +129,8 @@ def report_dir(path: str | os.PathLike[str]) -> Path:
     too, so that a long replay is not thrown away because its report cannot be written."""
     target = Path(os.path.abspath(path))
     if target.exists() and not target.is_dir():
-        raise P4subError(f"{path}: is a file, not a report directory")
+        kind = "a device, FIFO or socket" if is_special(target) else "a file"
+        raise P4subError(f"{path}: is {kind}, not a report directory")
     ancestor = target
     while not ancestor.exists():
         ancestor = ancestor.parent
@@ -154,13 +156,29 @@ def staged_report(path: str | os.PathLike[str]) -> Iterator[Path]:
             for file in sorted(f for f in stage.rglob("*") if not f.is_dir()):
                 dest = target / file.relative_to(stage)
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(file, dest)
+                if is_special(dest):
+                    _copy_into(file, dest)
+                else:
+                    os.replace(file, dest)
         except OSError as exc:
-            raise P4subError(f"{path}: cannot put the report in place: {exc.strerror or exc}") from None
+            where = exc.filename if exc.filename is not None else path
+            raise P4subError(f"{where}: cannot put the report in place: {exc.strerror or exc}") from None
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _copy_into(source: Path, dest: Path) -> None:
+    """Write ``source``'s bytes into the device, FIFO or socket ``dest`` in place (compiler.base.atomic:
+    a rename would replace the node)."""
+    with open(source, "rb") as src, open(dest, "wb") as out:
+        try:
+            shutil.copyfileobj(src, out)
+            out.flush()
+        except OSError as exc:
+            exc.filename = os.fspath(dest)
+            raise
 
 
 _RENAME_EXCHANGE = 2

@@ -62,6 +62,7 @@ from compiler.base import P4subError
 from compiler.compile import CompileOptions, compile_rules
 from compiler.delivery.mixed import TAG_BITMASK, TAG_GROUP, TAG_PORT, Mixed
 from compiler.delivery.stack import HeaderStackEncoding, Widths, mask_of
+from compiler.delivery.stateless import refuse_state
 from compiler.delivery.switch_bitmask import SwitchBitmask
 from compiler.delivery.switch_mcgroup import SwitchMcGroup
 from compiler.delivery.switch_port import SwitchPort
@@ -296,6 +297,7 @@ def plan_combined(
     ``max_labels`` overrides the target's limit (:data:`LIMITS`; without a target, the BMv2 one).
     Trees come from :func:`compiler.delivery.tree.steiner_tree` (shortest-path heuristic, ``seed``).
     """
+    refuse_state(rules, f"header-stack:{encoding}")
     enc = encoding_for(encoding, topology)
     limit = LIMITS[target or "bmv2"]
     label_bytes = enc.layout.size

@@ -73,6 +73,11 @@ class EvalConfig:
             raise P4subError("--widths must be 'derived' or 'dissertation'")
         if self.payload < 0:
             raise P4subError("--payload must be >= 0")
+        if self.split < 1:
+            raise P4subError(f"--split {self.split}: the port blocks of mcgroup-split and mixed groups must be at least 1")
+        if not 0 <= self.static_share <= 1:  # NaN fails it too
+            raise P4subError(f"--static-share {self.static_share}: the share of receivers the hybrid's stored tree "
+                             "serves must be between 0 and 1")
 
 
 def workload(topology: Topology, fraction: float, run: int, seed: int) -> tuple[str, list[str]]:

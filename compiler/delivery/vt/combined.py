@@ -35,6 +35,7 @@ from compiler import rules as ast
 from compiler.base import P4subError
 from compiler.compile import CompileOptions, compile_rules
 from compiler.delivery.combined import ReceiverSet, receiver_pipeline
+from compiler.delivery.stateless import refuse_state
 from compiler.delivery.vt.encoder import encode
 from compiler.delivery.vt.installed import VtTable
 from compiler.delivery.vt.labels import LABEL_BYTES, SHIM
@@ -149,6 +150,7 @@ def plan_vt(
     mode: str = "single",
 ) -> VtPlan:
     """Compile ``rules`` (host ids as ports) for VT delivery on ``topology``."""
+    refuse_state(rules, f"vt:{strategy}")
     limit = VT_MAX_LABELS[target or "bmv2"]
     n_max = limit if max_labels is None else min(max_labels, limit)
     if n_max < 1:

@@ -61,6 +61,8 @@ class VtEvalConfig:
             raise P4subError("densities must be in (0, 100] %")
         if not self.rules or any(r < 0 for r in self.rules):
             raise P4subError("rules per switch must be >= 0")
+        if self.payload < 0:
+            raise P4subError(f"--payload {self.payload}: payload bytes after the Ethernet header must be >= 0")
         for s in self.strategies:
             make_strategy(s)
 

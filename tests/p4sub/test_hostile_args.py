@@ -1,0 +1,114 @@
+"""Hostile arguments that gave a traceback or were silently accepted (issue 27, items 4 and 5): each is
+exit status 2 with a message naming the argument or the rule, and writes nothing."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from p4sub import main
+
+REPO = Path(__file__).resolve().parents[2]
+ITCH = str(REPO / "apps/itch/itch.p4")
+ITCH_RULES = str(REPO / "apps/itch/rules.sub")
+STATEFUL_SPEC = str(REPO / "examples/stateful/itch-rate.p4")
+FAT_TREE = str(REPO / "examples/fat-tree-4.topo")
+
+
+def p4sub(capsys, *argv) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main([str(a) for a in argv])
+    return code, capsys.readouterr().err
+
+
+# -- item 4: tracebacks ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("delivery", ["vt:broadcast", "vt", "header-stack:port", "header-stack"])
+@pytest.mark.parametrize("target", ["bmv2", None])
+def test_route_with_delivery_trees_refuses_stateful_rules_at_the_rule(tmp_path, capsys, delivery, target):
+    rules = tmp_path / "st.rules"
+    rules.write_text('add_order.stock == "GOOGL": fwd(h1);\nadd_order.stock == "GOOGL" and rate > 3: fwd(h2);\n')
+    argv = ["route", FAT_TREE, rules, "--spec", STATEFUL_SPEC, "--delivery", delivery, "-o", tmp_path / "net",
+            "--quiet", *(["--target", target] if target else [])]
+    code, err = p4sub(capsys, *argv)
+    assert code == 2 and f"{rules}:2:32: rate reads a counter" in err and "--delivery filters" in err
+    assert "Traceback" not in err and not (tmp_path / "net").exists()
+
+
+@pytest.mark.parametrize("extra", [[], ["--scenarios", "uniform"]])
+def test_eval_vt_refuses_a_negative_payload(capsys, extra):
+    code, err = p4sub(capsys, "eval", "vt", "--topology", "fat-tree:4", "--payload", "-1", "--quiet", *extra)
+    assert code == 2 and "--payload -1: payload bytes after the Ethernet header must be >= 0" in err
+
+
+@pytest.fixture()
+def bmv2_out(tmp_path, capsys) -> Path:
+    out = tmp_path / "out"
+    assert p4sub(capsys, "compile", ITCH, ITCH_RULES, "--target", "bmv2", "-o", out)[0] == 0
+    return out
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("kind, expected", [
+    ("not executable", "not executable (no execute permission)"),
+    ("directory", "is a directory, not the p4c-bm2-ss program"),
+    ("missing", "no such file; give the path of p4c-bm2-ss"),
+    ("bad interpreter", "cannot run it as p4c-bm2-ss: No such file or directory"),
+])
+def test_build_with_a_p4c_that_cannot_run_says_why(tmp_path, capsys, bmv2_out, kind, expected):
+    p4c = tmp_path / "p4c"
+    if kind == "not executable":
+        p4c.write_text("#!/bin/sh\nexit 0\n")
+        p4c.chmod(0o644)
+    elif kind == "directory":
+        p4c.mkdir()
+    elif kind == "bad interpreter":
+        p4c.write_text("#!/nonexistent/interpreter\n")
+        p4c.chmod(0o755)
+    before = snapshot(bmv2_out)
+    code, err = p4sub(capsys, "build", bmv2_out, "--p4c", p4c)
+    assert code == 2 and expected in err and "Traceback" not in err
+    assert snapshot(bmv2_out) == before and [p.name for p in bmv2_out.iterdir() if p.name.startswith(".")] == []
+
+
+# -- item 5: silent acceptance -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--split", "0"], "--split 0: the port blocks of mcgroup-split and mixed groups must be at least 1"),
+    (["--static-share", "2"], "--static-share 2.0: the share of receivers the hybrid's stored tree serves must be"),
+    (["--static-share", "nan"], "--static-share nan: the share of receivers"),
+])
+def test_eval_delivery_refuses_out_of_range_options(tmp_path, capsys, argv, expected):
+    code, err = p4sub(capsys, "eval", "delivery", "--topology", "fat-tree:4", "--runs", "1", "--quiet",
+                      "--report", tmp_path / "r", *argv)
+    assert code == 2 and expected in err and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["itch", "--zipf", "nan"], "--zipf"),
+    (["itch", "--zipf", "-1"], "--zipf"),
+    (["itch", "--zipf", "inf"], "--zipf"),
+    (["rules", "--workload", "itch", "--filters", "5", "--symbol-zipf", "nan"], "--symbol-zipf"),
+    (["rules", "--workload", "siena", "--filters", "5", "--zipf", "nan", "--value-distribution", "zipf"], "--zipf"),
+    (["siena", "--packets", "5", "--zipf", "-1", "--value-distribution", "zipf"], "--zipf"),
+])
+def test_gen_refuses_a_zipf_exponent_that_is_not_a_finite_number_at_least_0(tmp_path, capsys, argv, option):
+    with pytest.raises(SystemExit) as exited:
+        main(["gen", *argv, "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and f"argument {option}: a Zipf exponent must be a finite number >= 0" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_feed_config_refuses_a_nan_exponent():
+    from apps.itch.feed import FeedConfig
+    from compiler.base import P4subError
+
+    with pytest.raises(P4subError, match="--zipf nan: the exponent must be a finite number >= 0"):
+        FeedConfig(zipf=float("nan")).validate()
