@@ -3,8 +3,7 @@ exit status 2 with a message naming the argument or the rule, and writes nothing
 
 from __future__ import annotations
 
-import os
-import stat
+import re
 from pathlib import Path
 
 import pytest
@@ -112,3 +111,68 @@ def test_feed_config_refuses_a_nan_exponent():
 
     with pytest.raises(P4subError, match="--zipf nan: the exponent must be a finite number >= 0"):
         FeedConfig(zipf=float("nan")).validate()
+
+
+def test_compile_update_refuses_a_base_whose_pipeline_changed_since_p4sub_wrote_it(tmp_path, capsys):
+    base = tmp_path / "base"
+    assert p4sub(capsys, "compile", ITCH, ITCH_RULES, "--target", "bmv2", "-o", base)[0] == 0
+    pipeline = base / "pipeline.json"
+    pipeline.write_text(pipeline.read_text().replace("\n", "\n "))  # the same JSON, other bytes: still refused
+    before = snapshot(base)
+    code, err = p4sub(capsys, "compile", "--update", base, ITCH_RULES, "--target", "bmv2", "-o", tmp_path / "u")
+    assert code == 2 and f"{pipeline}: changed since p4sub wrote it" in err
+    assert snapshot(base) == before and sorted(p.name for p in tmp_path.iterdir()) == ["base"]
+
+
+def test_compile_update_still_builds_on_an_unchanged_base(tmp_path, capsys):
+    base = tmp_path / "base"
+    assert p4sub(capsys, "compile", ITCH, ITCH_RULES, "--target", "bmv2", "-o", base)[0] == 0
+    code, err = p4sub(capsys, "compile", "--update", base, ITCH_RULES, "--target", "bmv2", "-o", tmp_path / "u")
+    assert code == 0 and (tmp_path / "u" / "delta.json").is_file()
+
+
+@pytest.mark.parametrize("target", ["bmv2", "none"])
+def test_an_exact_compile_over_budget_is_an_error(tmp_path, capsys, target):
+    code, err = p4sub(capsys, "compile", ITCH, ITCH_RULES, "--target", target, "--budget", "stages=1", "--exact",
+                      "-o", tmp_path / "out")
+    assert code == 2 and "--budget stages=1: the exact compile does not fit: " in err and "> 1 stages" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_inexact_compile_over_budget_still_warns(tmp_path, capsys):
+    code, err = p4sub(capsys, "compile", ITCH, ITCH_RULES, "--budget", "stages=1", "-o", tmp_path / "out")
+    assert code == 0 and "warning: the pipeline does not fit the budget" in err
+
+
+@pytest.mark.parametrize("delivery", ["vt:", "header-stack:"])
+def test_an_empty_strategy_after_the_colon_is_refused(tmp_path, capsys, delivery):
+    code, err = p4sub(capsys, "route", FAT_TREE, REPO / "examples/fat-tree-4.rules", "--spec", ITCH,
+                      "--delivery", delivery, "-o", tmp_path / "net", "--quiet")
+    assert code == 2 and f"--delivery '{delivery}': nothing after ':'" in err and not (tmp_path / "net").exists()
+
+
+@pytest.mark.parametrize("linktype, shown", [(113, "113 (Linux cooked capture (SLL))"), (147, "147,")])
+def test_a_capture_without_ethernet_packets_is_refused(tmp_path, linktype, shown):
+    from apps.pcap import PcapWriter, TraceError, require_packets
+
+    trace = tmp_path / "t.pcap"
+    with PcapWriter(trace, linktype=linktype) as w:
+        for i in range(3):
+            w.write(b"\x00" * 60, 10**9 + i)
+    with pytest.raises(TraceError, match=re.escape(f"t.pcap: no Ethernet packet (link type 1): its link type is {shown}")):
+        require_packets(trace)
+    ethernet = tmp_path / "e.pcap"
+    with PcapWriter(ethernet) as w:
+        w.write(b"\x00" * 60, 10**9)
+    require_packets(ethernet)
+
+
+def test_replay_of_a_linux_cooked_capture_is_an_error_before_spark(tmp_path, capsys):
+    from apps.pcap import PcapWriter
+
+    out, trace = tmp_path / "out", tmp_path / "sll.pcap"
+    assert p4sub(capsys, "compile", ITCH, ITCH_RULES, "-o", out)[0] == 0
+    with PcapWriter(trace, linktype=113) as w:
+        w.write(b"\x00" * 60, 10**9)
+    code, err = p4sub(capsys, "replay", out, "--trace", trace, "--report", tmp_path / "r")
+    assert code == 2 and f"{trace}: no Ethernet packet" in err and not (tmp_path / "r").exists()
