@@ -176,3 +176,31 @@ def test_replay_of_a_linux_cooked_capture_is_an_error_before_spark(tmp_path, cap
         w.write(b"\x00" * 60, 10**9)
     code, err = p4sub(capsys, "replay", out, "--trace", trace, "--report", tmp_path / "r")
     assert code == 2 and f"{trace}: no Ethernet packet" in err and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("counter, target, expected", [
+    ("@query_counter(rate, 100000000000000000000000000000, 1024", "bmv2",
+     ":33:22: @query_counter(name, window_us, slots): window_us 100,000,000,000,000,000,000,000,000,000 is longer "
+     "than the 281,474,976,710,655 us"),
+    ("@query_counter(rate, 100000, 1099511627776", "bmv2",
+     ":33:30: @query_counter(name, window_us, slots): slots 1,099,511,627,776 is more than the 4,294,967,295 cells"),
+    ("@query_counter(rate, 100000, 4294967296", "none", "slots 4,294,967,296 is more than the 4,294,967,295 cells"),
+    ("@query_counter(rate, 3600000000, 1024", "tofino",
+     "tofino: counter rate has a window of 3,600,000,000 us; the 32-bit tick clock"),
+])
+def test_a_counter_no_switch_could_keep_is_refused(tmp_path, capsys, counter, target, expected):
+    spec = tmp_path / "rate.p4"
+    spec.write_text(Path(STATEFUL_SPEC).read_text().replace("@query_counter(rate, 100000, 1024", counter))
+    code, err = p4sub(capsys, "compile", spec, REPO / "examples/stateful/itch-rate.rules", "--target", target,
+                      "-o", tmp_path / "out")
+    assert code == 2 and expected in err and not (tmp_path / "out").exists()
+
+
+def test_the_longest_windows_each_target_keeps_still_compile(tmp_path, capsys):
+    spec, rules = tmp_path / "rate.p4", tmp_path / "rate.rules"
+    rules.write_text('add_order.stock == "GOOGL" and rate > 3: fwd(2);\n')  # Tofino has no avg()
+    text = Path(STATEFUL_SPEC).read_text()
+    for window, target in [((1 << 48) - 1, "bmv2"), (2_199_023_254, "tofino")]:
+        spec.write_text(text.replace("@query_counter(rate, 100000, 1024", f"@query_counter(rate, {window}, 1024"))
+        code, err = p4sub(capsys, "compile", spec, rules, "--target", target, "-o", tmp_path / target)
+        assert code == 0, err
