@@ -204,3 +204,53 @@ def test_the_longest_windows_each_target_keeps_still_compile(tmp_path, capsys):
         spec.write_text(text.replace("@query_counter(rate, 100000, 1024", f"@query_counter(rate, {window}, 1024"))
         code, err = p4sub(capsys, "compile", spec, rules, "--target", target, "-o", tmp_path / target)
         assert code == 0, err
+
+
+# -- item 6: unclear messages ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, expected", [
+    (["compile", ITCH, ITCH_RULES, "-o", "{f}/x"], "{f}/x: {f} is a file, so no output directory can be made under it"),
+    (["compile", ITCH, ITCH_RULES, "-o", "{f}/x/y"], "{f}/x/y: {f} is a file, so no output directory can be made"),
+    (["gen", "itch", "--messages", "500", "-q", "-o", "{f}/x"], "{f}/x: {f} is a file, so nothing can be written under"),
+    (["gen", "rules", "--workload", "itch", "--filters", "5", "-q", "-o", "{f}/x"], "{f} is a file, so nothing can"),
+])
+def test_an_output_under_a_file_names_the_file_in_the_way(tmp_path, capsys, argv, expected):
+    blocker = tmp_path / "passwd"
+    blocker.write_text("root:x:0:0\n")
+    code, err = p4sub(capsys, *[a.replace("{f}", str(blocker)) for a in argv])
+    assert code == 2 and expected.replace("{f}", str(blocker)) in err and "File exists" not in err
+    assert blocker.read_text() == "root:x:0:0\n" and sorted(p.name for p in tmp_path.iterdir()) == ["passwd"]
+
+
+def test_an_invisible_character_is_named(tmp_path, capsys):
+    rules = tmp_path / "r.sub"
+    rules.write_text('add_order.stock == "GOOGL" and add_order.pr\u200bice > 5: fwd(1);\n')
+    code, err = p4sub(capsys, "check", ITCH, rules)
+    assert code == 2 and f"{rules}:1:44: unexpected character '\\u200b' (U+200B ZERO WIDTH SPACE, invisible)" in err
+
+
+def test_a_huge_identifier_is_not_echoed_whole(tmp_path, capsys):
+    rules = tmp_path / "r.sub"
+    rules.write_text("add_order." + "x" * 1_000_000 + " > 5: fwd(1);\n")
+    code, err = p4sub(capsys, "check", ITCH, rules)
+    assert code == 2 and "unknown field 'add_order.xxx" in err and "...[1,000,012 characters]..." in err
+    assert len(err) < 2_000
+
+
+def test_a_pcap_where_text_is_read_is_called_a_pcap(tmp_path, capsys):
+    trace = tmp_path / "feed.pcap"
+    assert p4sub(capsys, "gen", "itch", "--messages", "200", "-q", "-o", trace)[0] == 0
+    assert p4sub(capsys, "compile", ITCH, ITCH_RULES, "-o", tmp_path / "out")[0] == 0
+    code, err = p4sub(capsys, "simulate", tmp_path / "out", "--packets", trace)
+    assert code == 2 and "packets file is not UTF-8 text" in err and "it is a pcap capture, not text" in err
+    code, err = p4sub(capsys, "check", ITCH, trace)
+    assert code == 2 and "rule file is not UTF-8 text" in err and "it is a pcap capture" in err
+
+
+def test_verify_without_recorded_rules_speaks_of_verify(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert p4sub(capsys, "compile", ITCH, ITCH_RULES, "-o", out)[0] == 0
+    (out / "sources.json").unlink()
+    code, err = p4sub(capsys, "verify", out)
+    assert code == 2 and "verify needs the rules the pipeline was compiled from: pass --rules RULES" in err
+    assert "replay" not in err
