@@ -42,7 +42,7 @@ def given_compiler(path: str) -> str:
     where = Path(path)
     if not where.exists():
         raise TargetError(f"--p4c {path}: no such file; give the path of {COMPILER} (or leave --p4c out to "
-                          "find it on PATH)")
+                          f"find it on PATH). {HOW_TO_GET}")
     if not where.is_file():
         raise TargetError(f"--p4c {path}: is a directory, not the {COMPILER} program; give the program's path "
                           f"(e.g. {where / COMPILER})" if where.is_dir() else
