@@ -73,6 +73,26 @@ def bitmap_delivery(ports: Sequence[int], lanes: int = 1) -> ir.Delivery:
     return ir.Delivery("bitmap", tuple(ir.lane_ports(i) for i in range(lanes)), tuple(sorted(set(ports))), 1)
 
 
+def merged_order(orders: Sequence[Sequence[str]]) -> list[str]:
+    """One field order that keeps every lane's order: the lanes are built in one global order
+    (each lane's a subsequence of it), which this recovers; ties go to the field seen first."""
+    after: dict[str, set[str]] = {}
+    seen: list[str] = []
+    for order in orders:
+        for i, f in enumerate(order):
+            if f not in after:
+                after[f] = set()
+                seen.append(f)
+            if i:
+                after[f].add(order[i - 1])
+    out: list[str] = []
+    while len(out) < len(seen):
+        ready = next((f for f in seen if f not in out and after[f] <= set(out)), None)
+        ready = ready or next(f for f in seen if f not in out)  # lanes that disagree: first seen wins
+        out.append(ready)
+    return out
+
+
 def build_lanes(diagrams: Sequence[Diagram], spec: Spec | None, delivery: ir.Delivery,
                 options: TableOptions = TableOptions(), name: str = "p4sub") -> ir.Pipeline:
     """One pipeline from independent lanes (each diagram built with outputs on edges): each lane is its
@@ -83,13 +103,12 @@ def build_lanes(diagrams: Sequence[Diagram], spec: Spec | None, delivery: ir.Del
     metadata: list[ir.Metadata] = []
     actions: dict[str, ir.Action] = {}
     attributes: dict[str, dict] = {}
-    order: list[str] = []
     for part in parts:
         metadata += part.metadata
         actions.update((a.name, a) for a in part.actions)
         for attr, info in part.attributes.items():
             attributes.setdefault(attr, {**info, "tables": []})["tables"].append(info["table"])
-        order += [f for f in part.field_order if f not in order]
+    order = merged_order([p.field_order for p in parts])
     metadata += [ir.Metadata(f, delivery.width) for f in delivery.fields]
     groups = (ir.MulticastGroup(delivery.group, delivery.ports),) if delivery.ports else ()
     return ir.Pipeline(

@@ -49,10 +49,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the subscriptions and pushes the delivery tree as E labels (default port); vt[:STRATEGY]: "
                         "the same edge pushes virtual-tree labels over VTs the strategy installs (default "
                         "broadcast); see docs/delivery.md")
-    p.add_argument("--switch-delivery", choices=DELIVERIES, default="bitmap",
+    p.add_argument("--switch-delivery", choices=DELIVERIES, default=None,
                    help="--delivery filters: how each switch turns its ports into copies, as p4sub compile "
                         "--delivery: bitmap (default: port bits ORed over lanes), groups (one lane, a multicast "
-                        "group per port set) or auto (whichever fits and costs fewer bits)")
+                        "group per port set; the default when the spec queries a header stack, whose messages "
+                        "both backends turn into port sets one by one) or auto (whichever fits and costs fewer bits)")
     p.add_argument("--lanes", default="auto", metavar="N|auto",
                    help="--delivery filters: lanes per switch (bitmap); auto picks up to --max-lanes per switch")
     p.add_argument("--max-lanes", type=int, default=8, help="most lanes auto may use per switch (default 8)")
@@ -95,6 +96,13 @@ def check_topology_ports(topology, target: str, source: str) -> None:
                 raise P4subError(f"{source}: switch {switch} has port {port}, which is {reserved[port]}")
 
 
+def default_switch_delivery(spec) -> str:
+    """``bitmap``, or ``groups`` when the spec queries a header stack (ITCH's ``add_order[12]``): both
+    backends render a stack's messages into port sets one by one, with multicast groups only."""
+    stacked = {h.name for h in spec.headers if h.stack_size}
+    return "groups" if any(f.split(".", 1)[0] in stacked for f in spec.query_fields) else "bitmap"
+
+
 def switch_options(args: argparse.Namespace, options: CompileOptions, spec, target: str | None) -> CompileOptions:
     """Each switch's layout and budget, as ``p4sub compile`` takes them, then the target's encodings
     and limits (:func:`backends.target_compile_options`, the path ``compile --target`` takes)."""
@@ -102,7 +110,8 @@ def switch_options(args: argparse.Namespace, options: CompileOptions, spec, targ
 
     if not 1 <= args.max_lanes <= MAX_LANES:
         raise P4subError(f"--max-lanes {args.max_lanes}: expected a number from 1 to {MAX_LANES}")
-    options = replace(options, delivery=args.switch_delivery, lanes=lanes_arg(args.lanes), max_lanes=args.max_lanes,
+    delivery = args.switch_delivery or default_switch_delivery(spec)
+    options = replace(options, delivery=delivery, lanes=lanes_arg(args.lanes), max_lanes=args.max_lanes,
                       budget=parse_budget(args.budget), exact=args.exact)
     return target_compile_options(target, spec, options, budget_items(args.budget)) if target else options
 
@@ -116,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         raise P4subError(f"--delivery {args.delivery!r}: nothing after ':'; name the strategy or encoding "
                          f"({args.delivery}...), or leave out ':' for the default")
     output_dir(args.out)  # an -o that would be refused is said now, not after the switches are compiled
-    per_switch = [flag for flag, given in (("--switch-delivery", args.switch_delivery != "bitmap"),
+    per_switch = [flag for flag, given in (("--switch-delivery", args.switch_delivery is not None),
                                            ("--lanes", args.lanes != "auto"), ("--max-lanes", args.max_lanes != 8),
                                            ("--budget", bool(args.budget)), ("--exact", args.exact)) if given]
     if args.delivery != "filters" and per_switch:
