@@ -17,6 +17,7 @@ For parallel replay a file can be cut at record boundaries into byte ranges
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import struct
 from collections import Counter
@@ -607,14 +608,33 @@ def read_pcap(path: str | os.PathLike[str]) -> tuple[list[PcapRecord], DamageCou
         return records, reader.damage
 
 
+#: Link types met in captures that are not Ethernet, named in the refusal.
+LINKTYPE_NAMES = {0: "BSD loopback", 101: "raw IP", 105: "IEEE 802.11", 113: "Linux cooked capture (SLL)",
+                  127: "IEEE 802.11 radiotap", 228: "raw IPv4", 229: "raw IPv6", 276: "Linux cooked capture v2 (SLL2)"}
+
+
 def require_packets(path: str | os.PathLike[str]) -> None:
-    """Refuse a capture with no readable record: replayed or simulated, it would say "0 messages"
-    and succeed, as if the trace had been read and nothing in it had mattered (issue 19)."""
+    """Refuse a capture with no readable record, or with no Ethernet record: replayed or simulated, it
+    would say "0 messages" and succeed, as if the trace had been read and nothing in it had mattered
+    (issue 19; issue 27 for a capture of another link type, such as ``tcpdump -i any``'s). Reading
+    stops at the first Ethernet record, so a good trace costs one chunk."""
+    other: set[int] = set()
     with PcapReader(path, chunk_bytes=1 << 16) as reader:
-        if next(reader.chunks(max_records=1), None) is None:
+        chunks = reader.chunks(max_records=4096)
+        first = next(chunks, None)
+        if first is None:
             damage = ", ".join(f"{n} {reason}" for reason, n in sorted(reader.damage.counts.items()))
             raise TraceError(f"{os.fspath(path)}: holds no packets" + (f" ({damage})" if damage else "")
                              + "; an empty capture is not a trace")
+        for chunk in itertools.chain((first,), chunks):
+            kinds = set(np.unique(np.asarray(chunk.linktypes)).tolist())
+            if LINKTYPE_ETHERNET in kinds:
+                return
+            other |= kinds
+    named = ", ".join(f"{t} ({LINKTYPE_NAMES[t]})" if t in LINKTYPE_NAMES else str(t) for t in sorted(other))
+    raise TraceError(f"{os.fspath(path)}: no Ethernet packet (link type {LINKTYPE_ETHERNET}): its link type is "
+                     f"{named}, and p4sub's parsers start at an Ethernet header; capture on an Ethernet interface "
+                     "(not tcpdump -i any)")
 
 
 RECORD_OFFSET_DTYPE = np.dtype([("offset", np.int64), ("data_offset", np.int64), ("caplen", np.uint32)])

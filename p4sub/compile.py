@@ -321,6 +321,11 @@ def _run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if args.like:
         check_like(ir.load(Path(args.like) / "pipeline.json"), compiled.pipeline, args.like)
+    if compiled.stats.get("budget_misses") and args.exact:
+        raise ResourceError(f"{f'--budget {args.budget}' if args.budget else 'the default budget'}: the exact "
+                            "compile does not fit: "
+                            + "; ".join(compiled.stats["budget_misses"])
+                            + " (--exact refuses rather than warn: raise the budget, or drop --exact)")
     if compiled.stats.get("budget_misses"):
         print("warning: the pipeline does not fit the budget: " + "; ".join(compiled.stats["budget_misses"]),
               file=sys.stderr)

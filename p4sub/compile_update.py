@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from compiler import ir
-from compiler.base import P4subError, bulk_objects, output_dir, staged_dir
+from compiler.base import MANIFEST, P4subError, bulk_objects, find_listed, output_dir, staged_dir
 from compiler.compile import CompileOptions
 from compiler.incremental import Incremental, Update, diff_pipelines, hitless
 from compiler.incremental.delta import same_program
@@ -77,6 +77,23 @@ def old_rules_path(old_out: Path) -> Path | None:
     return None
 
 
+#: What --update reads from OLD_OUT besides pipeline.json, checked against the manifest when present.
+READ_FROM_BASE = (RULES_COPY, LANES, "sources.json", "stats.json")
+
+
+def check_base(old_out: Path) -> None:
+    """OLD_OUT's files that the update reads are the ones p4sub wrote, as install checks them: an update
+    built on a hand-edited pipeline.json would install a delta against a pipeline no switch runs. The
+    other files are checked when present (without the rules' copy the update compiles in full, as
+    before). A base without a manifest (an older p4sub's output) is built on, with a note."""
+    base = find_listed(old_out)
+    if base is None:
+        print(f"note: {old_out} has no {MANIFEST}: its pipeline.json cannot be checked against what p4sub wrote",
+              file=sys.stderr)
+        return
+    base.check(["pipeline.json", *(name for name in READ_FROM_BASE if (old_out / name).exists())])
+
+
 def run_update(args, options: CompileOptions, spec_path: str | None, rules_path: str) -> int:
     with bulk_objects():
         return _run_update(args, options, spec_path, rules_path)
@@ -90,6 +107,7 @@ def _run_update(args, options: CompileOptions, spec_path: str | None, rules_path
     output_dir(out)  # an -o that would be refused is said now, not after the update
     timings: dict[str, float] = {}
     t = time.perf_counter()
+    check_base(old_out)
     old = ir.load(old_out / "pipeline.json")
     spec = read_spec(spec_path) if spec_path else old.spec
     backend = _backend(args)

@@ -82,8 +82,9 @@ def rules_path(args: argparse.Namespace) -> str:
     recorded = sources(out) if out.is_dir() else {}
     path = args.rules or recorded.get("rules")
     if not path:
-        raise P4subError("replay needs the rules the pipeline was compiled from, as ground truth: pass --rules RULES"
-                         f" (or record them in {out / 'sources.json'})")
+        command = getattr(args, "command", None) or "replay"  # verify and explain read them here too
+        raise P4subError(f"{command} needs the rules the pipeline was compiled from: pass --rules RULES (or "
+                         f"compile again, so that {out / 'sources.json'} records them)")
     return path
 
 

@@ -86,6 +86,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise P4subError("--jobs must be at least 1")
+    if args.delivery.endswith(":"):  # "vt:" or "header-stack:" would silently mean the default
+        raise P4subError(f"--delivery {args.delivery!r}: nothing after ':'; name the strategy or encoding "
+                         f"({args.delivery}...), or leave out ':' for the default")
     output_dir(args.out)  # an -o that would be refused is said now, not after the switches are compiled
     topology = parse_topology_arg(args.topology)
     if args.target != "none":

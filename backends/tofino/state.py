@@ -39,6 +39,9 @@ from compiler.base import TargetError
 PAIR = "p4sub_pair_t"
 NOW = "p4sub_now"
 TICK_NS = 1024
+#: A window end is compared with the 32-bit tick clock modulo 2^32 (``now - end < 2^31``): longer
+#: windows would read as already over.
+MAX_TICKS = 1 << 31
 
 
 @dataclass
@@ -74,6 +77,11 @@ def _counter(pipeline: ir.Pipeline, u: ir.StateUpdate, intrinsic: dict[str, str]
     if u.width != 32:
         raise TargetError(f"tofino: counter {u.counter} is {u.width} bits wide; Tofino counters are 32-bit (the "
                           "stateful ALU's word pairs): declare it with width=32 (the default)")
+    if window_ticks(u.window_us) >= MAX_TICKS:
+        most = (MAX_TICKS - 1) * TICK_NS // 1000
+        raise TargetError(f"tofino: counter {u.counter} has a window of {u.window_us:,} us; the 32-bit tick clock "
+                          f"(1.024 us ticks, compared modulo 2^32) measures windows up to {most:,} us (about "
+                          f"{most / 60e6:.0f} minutes)")
     reads = {r.function: f"meta.{meta_member(r.field)}" for r in u.reads}
     if "avg" in reads:
         attr = next(r.attribute for r in u.reads if r.function == "avg")

@@ -21,6 +21,7 @@ from compiler.base.errors import (
     SpecError,
     TargetError,
     TypeCheckError,
+    character_name,
     raise_all,
 )
 from compiler.base.gc_pause import bulk_objects, paused
@@ -47,7 +48,7 @@ from compiler.base.spark_session import SessionStart, local_parallelism, parse_c
 
 __all__ = [
     "MANIFEST", "CompileError", "InputError", "P4subError", "ParseError", "ResourceError", "SessionStart",
-    "SourceLocation", "SpecError", "TargetError", "TypeCheckError", "bulk_objects", "check_regular", "find_listed",
+    "SourceLocation", "SpecError", "TargetError", "TypeCheckError", "bulk_objects", "character_name", "check_regular", "find_listed",
     "gc_pause", "listed", "local_parallelism", "open_input", "output_dir", "parse_conf", "paused", "raise_all",
     "read_bytes", "read_stdin", "read_text", "report_dir", "spark", "spark_errors", "spark_session", "staged",
     "staged_dir", "staged_outputs", "staged_report", "strip_bom", "text_lines", "write_files",

@@ -31,6 +31,15 @@ def is_special(path: str | os.PathLike[str]) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
+def blocking_file(path: str | os.PathLike[str]) -> Path | None:
+    """The nearest existing ancestor of ``path`` when it is not a directory (``/etc/passwd`` for
+    ``/etc/passwd/x``): what stops anything being made there, for a message that names it."""
+    ancestor = Path(os.path.abspath(path)).parent
+    while not ancestor.exists() and ancestor.parent != ancestor:
+        ancestor = ancestor.parent
+    return None if ancestor.is_dir() else ancestor
+
+
 @contextlib.contextmanager
 def staged(path: str | os.PathLike[str]) -> Iterator[str]:
     """A temporary path to write ``path``'s content to; renamed to ``path`` when the block succeeds.
@@ -51,6 +60,9 @@ def staged(path: str | os.PathLike[str]) -> Iterator[str]:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=parent)
     except OSError as exc:
+        blocker = blocking_file(target)
+        if blocker is not None:
+            raise P4subError(f"{path}: {blocker} is a file, so nothing can be written under it") from None
         raise P4subError(f"{path}: cannot write: {exc.strerror or exc}") from None
     os.close(fd)
     try:

@@ -6,8 +6,14 @@ Every error a user can cause is a :class:`P4subError`; the CLI catches it once, 
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Iterable
+
+#: A message quotes the user's text; a word longer than this (a 1 MB identifier) is shown by its ends.
+LONGEST_WORD = 256
+_LONG_WORD = re.compile(r"\S{%d,}" % (LONGEST_WORD + 1))
 
 
 @dataclass(order=True, slots=True, unsafe_hash=True)
@@ -29,12 +35,31 @@ class P4subError(Exception):
     """An error in the user's input (or environment) with an optional source location."""
 
     def __init__(self, message: str, location: SourceLocation | None = None) -> None:
+        message = shorten(message)
         super().__init__(message)
         self.message = message
         self.location = location
 
     def __str__(self) -> str:
         return f"{self.location}: {self.message}" if self.location else self.message
+
+
+def shorten(message: str) -> str:
+    """``message`` with each word longer than :data:`LONGEST_WORD` characters cut to its ends and its
+    length, so that an error quoting a huge token stays readable (issue 27)."""
+    return _LONG_WORD.sub(lambda m: f"{m.group()[:100]}...[{len(m.group()):,} characters]...{m.group()[-40:]}",
+                          message)
+
+
+def character_name(char: str) -> str:
+    """``char`` as an error names it: quoted, and with its Unicode name when it is invisible or not
+    ASCII (a zero-width space pasted into a rule shows as nothing in an editor)."""
+    if char.isascii() and char.isprintable():
+        return repr(char)
+    name = unicodedata.name(char, "")
+    invisible = unicodedata.category(char) in ("Cf", "Cc", "Zs", "Zl", "Zp", "Co", "Cn") and char != " "
+    return (f"{char!r} (U+{ord(char):04X}" + (f" {name}" if name else "")
+            + (", invisible" if invisible else "") + ")")
 
 
 class ParseError(P4subError):

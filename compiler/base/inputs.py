@@ -142,8 +142,8 @@ def decode_text(data: bytes, path: str, what: str = "file", error: type[P4subErr
         line = data.count(b"\n", 0, exc.start) + 1
         column = len(data[line_start:exc.start].decode("utf-8", errors="replace")) + 1
         bad = data[exc.start:exc.end]
-        raise error(f"{what} is not UTF-8 text: byte {' '.join(f'0x{b:02x}' for b in bad[:4])} ({exc.reason})",
-                    SourceLocation(path, line, column)) from None
+        raise error(f"{what} is not UTF-8 text: byte {' '.join(f'0x{b:02x}' for b in bad[:4])} ({exc.reason})"
+                    + binary_hint(data), SourceLocation(path, line, column)) from None
 
 
 def text_lines(path: str | os.PathLike[str], what: str, error: type[P4subError] = ParseError) -> Iterator[str]:
@@ -169,7 +169,23 @@ def text_lines(path: str | os.PathLike[str], what: str, error: type[P4subError] 
                 column = len(raw[:exc.start].decode("utf-8", errors="replace")) + 1
                 bad = raw[exc.start:exc.end]
                 raise error(f"{what} is not UTF-8 text: byte {' '.join(f'0x{b:02x}' for b in bad[:4])} "
-                            f"({exc.reason})", SourceLocation(name, lineno, column)) from None
+                            f"({exc.reason})" + (binary_hint(raw) if lineno == 1 else ""),
+                            SourceLocation(name, lineno, column)) from None
+
+
+#: The first bytes of binary files people give where text is read, and what they are.
+_MAGICS = {b"\xd4\xc3\xb2\xa1": "a pcap capture", b"\xa1\xb2\xc3\xd4": "a pcap capture",
+           b"\x4d\x3c\xb2\xa1": "a pcap capture", b"\xa1\xb2\x3c\x4d": "a pcap capture",
+           b"\x0a\x0d\x0d\x0a": "a pcapng capture", b"\x1f\x8b": "gzip-compressed"}
+
+
+def binary_hint(head: bytes) -> str:
+    """What a file that is not text seems to be, for the message (a pcap passed as --packets is
+    not "text with a bad byte"): "" when nothing suggests a binary file."""
+    for magic, kind in _MAGICS.items():
+        if head.startswith(magic):
+            return f"; it is {kind}, not text" + ("" if "gzip" in kind else " (replay and netsim read captures: --trace)")
+    return "; it looks like a binary file (it holds NUL bytes), not text" if b"\0" in head[:4096] else ""
 
 
 def read_stdin(what: str) -> str:

@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from compiler.base.atomic import is_special, staged
+from compiler.base.atomic import blocking_file, is_special, staged
 from compiler.base.errors import P4subError
 from compiler.base.manifest import MANIFEST, read_manifest, unlisted, write_manifest
 
@@ -60,6 +60,8 @@ def output_dir(path: str | os.PathLike[str]) -> Path:
     if target.exists() and not target.is_dir():
         kind = "a device, FIFO or socket" if is_special(target) else "a file"
         raise P4subError(f"{path}: is {kind}, not an output directory; give a new or empty directory")
+    if not target.exists() and blocking_file(target) is not None:
+        raise P4subError(f"{path}: {blocking_file(target)} is a file, so no output directory can be made under it")
     if not target.is_dir() or not any(target.iterdir()):
         return target
     doc = read_manifest(target)

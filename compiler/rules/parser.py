@@ -18,7 +18,7 @@ from pathlib import Path
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
-from compiler.base import P4subError, ParseError, SourceLocation, raise_all, read_text, strip_bom
+from compiler.base import P4subError, ParseError, SourceLocation, character_name, raise_all, read_text, strip_bom
 from compiler.rules import build as rule_build
 from compiler.rules import fastparse
 from compiler.rules import nodes as ast
@@ -203,7 +203,7 @@ def _syntax_error(exc: UnexpectedInput, text: str, path: str) -> ParseError:
         label = None
     if isinstance(exc, UnexpectedCharacters):
         char = text[exc.pos_in_stream] if 0 <= exc.pos_in_stream < len(text) else "?"
-        detail = f"unexpected character {char!r}"
+        detail = f"unexpected character {character_name(char)}"
     elif isinstance(exc, UnexpectedToken):
         found = "end of file" if exc.token.type == "$END" else repr(str(exc.token))
         detail = f"unexpected {found}; expected {_expected(exc.accepts or exc.expected)}"

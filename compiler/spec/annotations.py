@@ -31,6 +31,10 @@ QUERY_ANNOTATIONS = (*QUERY_FIELD_KINDS, "query_counter", "query_field_counter",
 #: Standard P4_16 annotations that say nothing about packet layout; accepted and ignored.
 IGNORED_ANNOTATIONS = ("name", "hidden", "noWarn", "deprecated", "brief", "description")
 MAX_SCALE = 38
+#: The longest counter window (v1model's 48-bit microsecond ingress timestamp) and the most cells
+#: (a 32-bit cell index): past them a counter compiled, but no switch could keep it.
+MAX_WINDOW_US = (1 << 48) - 1
+MAX_SLOTS = (1 << 32) - 1
 #: Camus's query_field_counter has no window argument in practice; its compiler uses this one.
 CAMUS_COUNTER_WINDOW = 10000
 _METADATA_HINT = ", ".join(f"{md.instance}.{name}" for md in INTRINSIC_METADATA.values() for name in md.fields)
@@ -283,6 +287,10 @@ def _query_counter(ann: RawAnnotation, ctx: AnnotationContext) -> Counter:
     name_arg, *numbers = positional
     name = _counter_name(name_arg, usage)
     values = [_positive(arg, usage, what) for arg, what in zip(numbers, ("window_us", "slots"))]
+    _within_clock(values[0], numbers[0], usage)
+    if values[1] > MAX_SLOTS:
+        raise SpecError(f"{usage}: slots {values[1]:,} is more than the {MAX_SLOTS:,} cells a 32-bit cell index "
+                        "holds (v1model's hash and register index, TNA's CRC32)", numbers[1].location)
     width = 32
     if "width" in keywords:
         arg = keywords["width"]
@@ -337,6 +345,8 @@ def _query_field_counter(ann: RawAnnotation, ctx: AnnotationContext) -> Counter:
                         ann.location)
     name = _counter_name(args[0], usage)
     window = _positive(args[1], usage, "window_us") if len(args) == 2 else CAMUS_COUNTER_WINDOW
+    if len(args) == 2:
+        _within_clock(window, args[1], usage)
     if name in ctx.instances:
         raise SpecError(f"counter {name!r} has the name of a header instance", ann.location)
     return Counter(name, window, 1, 32, ann.location)
@@ -346,6 +356,14 @@ def _counter_name(arg: RawArg, usage: str) -> str:
     if not (arg.kind == "expr" and isinstance(arg.value, RawRef) and len(arg.value.path.parts) == 1):
         raise SpecError(f"{usage}: the first argument is the counter's name", arg.location)
     return path_text(arg.value.path)
+
+
+def _within_clock(window_us: int, arg: RawArg, usage: str) -> None:
+    """A window the switches' clocks can measure: v1model's ingress timestamp (and the model's) counts
+    microseconds in 48 bits, so a longer window never ends; TNA's shorter bound is its backend's."""
+    if window_us > MAX_WINDOW_US:
+        raise SpecError(f"{usage}: window_us {window_us:,} is longer than the {MAX_WINDOW_US:,} us (8.9 years) a "
+                        "48-bit microsecond timestamp measures", arg.location)
 
 
 def _positive(arg: RawArg, usage: str, what: str) -> int:

@@ -17,7 +17,7 @@ from typing import Any, Iterable
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from compiler.base import P4subError, ParseError, SourceLocation, SpecError
+from compiler.base import P4subError, ParseError, SourceLocation, SpecError, character_name
 from compiler.spec import expr as ex
 from grammar import grammar_text
 
@@ -226,7 +226,7 @@ def _bad_character(text: str, pos: int) -> str:
     if text.startswith('"', pos):
         return "unterminated string (strings end on the same line)"
     char = text[pos] if 0 <= pos < len(text) else "?"
-    return f"unexpected character {char!r}"
+    return f"unexpected character {character_name(char)}"
 
 
 def _unsupported(exc: UnexpectedToken, text: str, path: str) -> SpecError | None:
