@@ -1,8 +1,15 @@
-"""``p4sub build OUT``: compile ``OUT/program.p4`` with p4c for BMv2 (``program.json`` + ``p4info.txt``)."""
+"""``p4sub build OUT``: compile ``OUT/program.p4`` with the target's own compiler.
+
+BMv2: p4c-bm2-ss writes ``program.json`` and ``p4info.txt``. Tofino: bf-p4c writes
+``program.tofino/`` (``tofino.bin``, ``bf-rt.json``, ``pipe/context.json`` and, with ``-g``, its
+logs), and the placement its logs give replaces p4sub's estimate in ``resources.json`` (the estimate
+stays beside it, with its error per resource): once bf-p4c has run, every figure there is its.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -10,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from compiler.base import MANIFEST, P4subError, TargetError, find_listed
+from compiler.base import MANIFEST, P4subError, TargetError, find_listed, staged
 from p4sub import add_command
 
 COMPILER = "p4c-bm2-ss"
@@ -20,11 +27,14 @@ HOW_TO_GET = (f"{COMPILER} is not on PATH. It is part of p4c (https://github.com
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "build", "compile a BMv2 output directory's program.p4 with p4c-bm2-ss",
-                    "p4sub build out   # after: p4sub compile SPEC RULES --target bmv2 -o out")
-    p.add_argument("out", help="directory written by `p4sub compile --target bmv2`")
+    p = add_command(sub, "build", "compile an output directory's program.p4 with the target's compiler "
+                    "(p4c-bm2-ss for BMv2, bf-p4c for Tofino)",
+                    "p4sub build out   # after: p4sub compile SPEC RULES --target bmv2|tofino -o out")
+    p.add_argument("out", help="directory written by `p4sub compile --target bmv2|tofino` (or a routed switch's)")
     p.add_argument("--p4c", default=None, help=f"path of {COMPILER} (default: found on PATH)")
-    p.add_argument("--extra", action="append", default=[], metavar="ARG", help="extra argument for p4c; repeatable")
+    p.add_argument("--bf-p4c", default=None, help="path of bf-p4c, for a Tofino output (default: found on PATH)")
+    p.add_argument("--extra", action="append", default=[], metavar="ARG", help="extra argument for the compiler; "
+                   "repeatable")
     p.set_defaults(func=run)
 
 
@@ -36,21 +46,45 @@ def build_command(program: Path, into: Path, compiler: str, extra: list[str] = (
 BUILT = ("program.json", "p4info.txt")
 
 
-def given_compiler(path: str) -> str:
+def given_compiler(path: str, compiler: str = COMPILER, how_to_get: str = HOW_TO_GET, flag: str = "--p4c") -> str:
     """``--p4c PATH`` checked before anything runs: an executable file, else TargetError saying which
     it is not (a missing file, a directory, a file without execute permission)."""
     where = Path(path)
     if not where.exists():
-        raise TargetError(f"--p4c {path}: no such file; give the path of {COMPILER} (or leave --p4c out to "
-                          f"find it on PATH). {HOW_TO_GET}")
+        raise TargetError(f"{flag} {path}: no such file; give the path of {compiler} (or leave {flag} out to "
+                          f"find it on PATH). {how_to_get}")
     if not where.is_file():
-        raise TargetError(f"--p4c {path}: is a directory, not the {COMPILER} program; give the program's path "
-                          f"(e.g. {where / COMPILER})" if where.is_dir() else
-                          f"--p4c {path}: not a regular file; give the path of {COMPILER}")
+        raise TargetError(f"{flag} {path}: is a directory, not the {compiler} program; give the program's path "
+                          f"(e.g. {where / compiler})" if where.is_dir() else
+                          f"{flag} {path}: not a regular file; give the path of {compiler}")
     if not os.access(where, os.X_OK):
-        raise TargetError(f"--p4c {path}: not executable (no execute permission); give the path of {COMPILER} "
+        raise TargetError(f"{flag} {path}: not executable (no execute permission); give the path of {compiler} "
                           f"or chmod +x it")
     return path
+
+
+def output_target(out: Path) -> str:
+    """``tofino`` when ``out`` holds a Tofino compile (its ``resources.json`` says so), else ``bmv2``."""
+    try:
+        return "tofino" if json.loads((out / RESOURCES).read_text()).get("target") == "tofino" else "bmv2"
+    except (OSError, ValueError, AttributeError):
+        return "bmv2"
+
+
+def run_compiler(cmd: list[str], name: str) -> subprocess.CompletedProcess:
+    """Run a target compiler, its output shown; TargetError with its messages when it fails."""
+    print(" ".join(cmd))
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as exc:  # a script whose interpreter is missing, a binary for another machine
+        raise TargetError(f"{cmd[0]}: cannot run it as {name}: {exc.strerror or exc}") from None
+    if proc.stdout:
+        print(proc.stdout, end="")
+    if proc.returncode != 0:
+        raise TargetError(f"{name} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
+    if proc.stderr.strip():
+        print(proc.stderr.strip())
+    return proc
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
                          "program.json YOUR_PROGRAM.p4 (docs/bmv2.md, \"Include mode\")")
     if not (out / "program.p4").is_file():
         raise P4subError(f"{out / 'program.p4'}: no such file (run `p4sub compile SPEC RULES --target bmv2 -o {out}`)")
+    if output_target(out) == "tofino":
+        return run_tofino(args, out)
     compiler = given_compiler(args.p4c) if args.p4c else shutil.which(COMPILER)
     if compiler is None:
         raise TargetError(HOW_TO_GET)
@@ -74,18 +110,7 @@ def run(args: argparse.Namespace) -> int:
     # a failing or interrupted build leaves the previous program.json and p4info.txt.
     scratch = Path(tempfile.mkdtemp(prefix=".build.", dir=out))
     try:
-        cmd = build_command(out / "program.p4", scratch, compiler, args.extra)
-        print(" ".join(cmd))
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-        except OSError as exc:  # a script whose interpreter is missing, a binary for another machine
-            raise TargetError(f"{compiler}: cannot run it as {COMPILER}: {exc.strerror or exc}") from None
-        if proc.stdout:
-            print(proc.stdout, end="")
-        if proc.returncode != 0:
-            raise TargetError(f"{COMPILER} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
-        if proc.stderr.strip():
-            print(proc.stderr.strip())
+        run_compiler(build_command(out / "program.p4", scratch, compiler, args.extra), COMPILER)
         for name in BUILT:
             if not (scratch / name).is_file():
                 raise TargetError(f"{COMPILER} exited 0 but wrote no {name}")
@@ -98,3 +123,81 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {out / 'program.json'} and {out / 'p4info.txt'}"
           + (f" (recorded in {manifest.root / MANIFEST})" if manifest is not None else ""))
     return 0
+
+
+RESOURCES = "resources.json"
+TOFINO_BUILD = "program.tofino"
+#: What ``build`` records of bf-p4c's output in the manifest (what an install reads).
+TOFINO_RECORDED = ("bf-rt.json", "pipe/context.json", "pipe/tofino.bin", "manifest.json")
+
+
+def run_tofino(args: argparse.Namespace, out: Path) -> int:
+    """bf-p4c on a Tofino output: ``program.tofino/``, and its placement in ``resources.json``."""
+    from backends.tofino import bf_p4c
+
+    compiler = (given_compiler(args.bf_p4c, bf_p4c.COMPILER, bf_p4c.HOW_TO_GET, "--bf-p4c") if args.bf_p4c
+                else shutil.which(bf_p4c.COMPILER))
+    if compiler is None:
+        raise TargetError(bf_p4c.HOW_TO_GET)
+    manifest = find_listed(out)
+    if manifest is not None:
+        manifest.check(["program.p4", RESOURCES])
+    else:
+        print(f"note: {out} has no {MANIFEST}: built, but p4sub install will refuse it until it is recompiled",
+              file=sys.stderr)
+    previous = json.loads((out / RESOURCES).read_text())
+    estimate = previous.get("estimate", previous)  # built before: the estimate is kept beside bf-p4c's figures
+    scratch = Path(tempfile.mkdtemp(prefix=".build.", dir=out))
+    try:
+        into = scratch / TOFINO_BUILD
+        run_compiler(bf_p4c.command(out / "program.p4", into, compiler, args.extra), bf_p4c.COMPILER)
+        measured = bf_p4c.read(into)
+        check_names(out, into)
+        resources = judged(estimate, measured, bf_p4c.compare(estimate, measured), bf_p4c.version(compiler))
+        if (out / TOFINO_BUILD).exists():  # the old build out of the way first: never half of each
+            os.replace(out / TOFINO_BUILD, scratch / "old")
+        os.replace(into, out / TOFINO_BUILD)
+        with staged(out / RESOURCES) as tmp:
+            Path(tmp).write_text(json.dumps(resources, indent=2) + "\n", encoding="utf-8")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if manifest is not None:
+        manifest.record([RESOURCES, *(f"{TOFINO_BUILD}/{n}" for n in TOFINO_RECORDED if (out / TOFINO_BUILD / n).is_file())])
+    c = resources["comparison"]["totals"]
+    print(f"bf-p4c placed the program in {measured.stages} stages, {measured.sram_blocks} SRAM and "
+          f"{measured.tcam_blocks} TCAM blocks (p4sub estimated {c['stages']['estimate']}, "
+          f"{c['sram_blocks']['estimate']} and {c['tcam_blocks']['estimate']}); wrote {out / TOFINO_BUILD} and "
+          f"{out / RESOURCES}")
+    return 0
+
+
+def check_names(out: Path, into: Path) -> None:
+    """``entries.bfrt.json`` against bf-p4c's ``bf-rt.json``: a name BF Runtime would refuse at install
+    time is a TargetError now (nothing replaced)."""
+    from backends.tofino import bfrt_check
+
+    entries, schema = out / "entries.bfrt.json", into / "bf-rt.json"
+    if not entries.is_file():
+        return
+    if not schema.is_file():
+        raise TargetError(f"bf-p4c exited 0 but wrote no {schema.name}")
+    found = bfrt_check.problems(json.loads(entries.read_text()), json.loads(schema.read_text()))
+    if found:
+        raise TargetError(f"{entries}: names that bf-p4c's bf-rt.json does not have (an install would be refused):\n  "
+                          + "\n  ".join(found))
+
+
+def judged(estimate: dict, measured, comparison: dict, version: str) -> dict:
+    """``resources.json`` after bf-p4c ran: its figures at the top (``source: bf-p4c``), the estimate
+    whole under ``estimate``, the two compared under ``comparison``; multicast stays the estimate's
+    (the PRE is configured at run time, bf-p4c does not see it)."""
+    top = {**estimate, "source": "bf-p4c", "compiler": version, "stages": measured.stages,
+           "sram_blocks": measured.sram_blocks, "sram_blocks_available": measured.sram_blocks_available,
+           "tcam_blocks": measured.tcam_blocks, "tcam_blocks_available": measured.tcam_blocks_available,
+           "sram_percent": measured.sram_percent, "tcam_percent": measured.tcam_percent,
+           "map_rams": measured.map_rams}
+    top["camus_table1"] = {"sram_percent": round(measured.sram_percent, 2),
+                           "tcam_percent": round(measured.tcam_percent, 2),
+                           "multicast_percent": round(estimate.get("multicast_percent", 0.0), 2)}
+    top["tables"] = estimate.get("tables", [])
+    return {**top, "estimate": estimate, "bf_p4c": measured.to_json(), "comparison": comparison}

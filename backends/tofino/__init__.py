@@ -52,7 +52,7 @@ from compiler.tables import TableOptions
 #: modules (install and hitless import the BF Runtime client only when called).
 __all__ = ["emit", "emit_control", "build", "check_slots_fit", "compile_options", "network_options",
            "options_from_args", "TofinoOptions", "IncludeOptions", "Rendered", "TOFINO1", "Target",
-           "hitless", "install", "stack_program", "target", "vt_program"]
+           "bf_p4c", "bfrt_check", "hitless", "install", "stack_program", "target", "vt_program"]
 
 PROGRAM_FILE = "program.p4"
 ENTRIES_FILE = "entries.bfrt.json"

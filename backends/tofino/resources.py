@@ -91,7 +91,7 @@ class Estimate:
     multicast_percent: float
 
     def to_json(self) -> dict:
-        data = asdict(self)
+        data = {"source": "estimate", **asdict(self)}  # `p4sub build` replaces the figures by bf-p4c's
         data["tables"] = [asdict(t) for t in self.tables]
         data["camus_table1"] = {"sram_percent": round(self.sram_percent, 2), "tcam_percent": round(self.tcam_percent, 2),
                                 "multicast_percent": round(self.multicast_percent, 2)}
