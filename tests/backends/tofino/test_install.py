@@ -1,4 +1,8 @@
-"""The installer against an in-memory stand-in for ``bfrt_grpc.client`` (no SDE needed)."""
+"""The installer against an in-memory stand-in for ``bfrt_grpc.client`` (no SDE needed).
+
+Given bf-p4c's ``bf-rt.json`` (the schema the switch's BF Runtime server loads), the stand-in knows
+only its tables, key fields, actions and data fields, and refuses others as the server would.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +22,8 @@ from tests.backends.tofino.helpers import SCALAR_RULES, compile_text, scalar_spe
 class FakeSwitch:
     """Tables as dicts from a canonical key to (action, data); can refuse writes to one table."""
 
-    def __init__(self) -> None:
+    def __init__(self, schema: dict | None = None) -> None:
+        self.schema = {t["name"]: t for t in schema["tables"]} if schema else None
         self.tables: dict[str, dict[str, tuple]] = {}
         self.defaults: dict[str, tuple] = {}  # table -> (action, data) set by default_entry_set
         self.refuse: str | None = None
@@ -47,13 +52,27 @@ def fake_client(switch: FakeSwitch) -> types.ModuleType:
 
     class Table:
         def __init__(self, name):
+            if switch.schema is not None and name not in switch.schema and not name.startswith("$pre."):
+                raise KeyError(f"Table {name} not found")  # as BfRtInfo.table_get on an unknown name
             self.name = name
             switch.tables.setdefault(name, {})
 
         def make_key(self, tuples):
+            if switch.schema is not None and self.name in switch.schema:
+                known = {k["name"] for k in switch.schema[self.name]["key"]} | {"$MATCH_PRIORITY"}
+                for t in tuples:
+                    if t.name not in known:
+                        raise KeyError(f"{self.name}: key field {t.name} not found")
             return json.dumps({t.name: t.fields for t in tuples}, sort_keys=True)
 
         def make_data(self, tuples, action=None):
+            if switch.schema is not None and self.name in switch.schema and action is not None:
+                specs = {a["name"]: {d["name"] for d in a["data"]} for a in switch.schema[self.name]["action_specs"]}
+                if action not in specs:
+                    raise KeyError(f"{self.name}: action {action} not found")
+                for t in tuples:
+                    if t.name not in specs[action]:
+                        raise KeyError(f"{self.name}: data field {t.name} not found for {action}")
             return (action, {t.name: t.value for t in tuples})
 
         def _check(self):
@@ -231,3 +250,31 @@ def test_a_refused_update_puts_back_the_default_entry_it_had_changed(stack_out, 
     with pytest.raises(TargetError):
         install(stack_out, args())
     assert switch.defaults[default["table_name"]] == old
+
+
+@pytest.mark.tofino
+@pytest.mark.parametrize("which", ["scalar", "itch"])
+def test_install_against_bf_p4c_s_own_schema(which, tmp_path, monkeypatch, capsys):
+    """bf-p4c compiles the program; the stand-in loads its bf-rt.json and takes every record."""
+    import shutil
+
+    from p4sub import main
+
+    if shutil.which("bf-p4c") is None:
+        pytest.skip("bf-p4c is not on PATH (p4c built with -DENABLE_TOFINO=ON, or the Tofino SDE)")
+    out = tmp_path / "out"
+    if which == "scalar":
+        out.mkdir()
+        tofino.emit(compile_text(scalar_spec(), SCALAR_RULES), out)
+    else:
+        assert main(["compile", "apps/itch/itch.p4", "apps/itch/rules.sub", "--target", "tofino", "-o", str(out)]) == 0
+    assert main(["build", str(out)]) == 0, capsys.readouterr().err
+    sw = FakeSwitch(json.loads((out / "program.tofino" / "bf-rt.json").read_text()))
+    package, client = types.ModuleType("bfrt_grpc"), fake_client(sw)
+    package.client = client
+    monkeypatch.setitem(sys.modules, "bfrt_grpc", package)
+    monkeypatch.setitem(sys.modules, "bfrt_grpc.client", client)
+    assert install(out, args()) == 0
+    entries = tofino.install.load_entries(out)
+    assert sum(len(t) for n, t in sw.tables.items() if not n.startswith("$pre.")) == \
+        sum(1 for e in entries["entries"] if not e.get("default"))
