@@ -144,20 +144,22 @@ def emit_groups(spec: Spec) -> list[tuple[str, ...]]:
     return [tuple(g) for g in groups]
 
 
-def emit_statements(spec: Spec, *, packet: str = PACKET, hdr: str = HDR) -> list[str]:
+def emit_statements(spec: Spec, *, packet: str = PACKET, hdr: str = HDR, descending: bool = False) -> list[str]:
     """``packet.emit(hdr.h);`` for every member of the headers struct, in declaration order.
 
     A lone stack is emitted whole (``emit`` of a stack emits its valid elements in order). Adjacent
     stacks of equal size (see :func:`emit_groups`) are emitted element by element, interleaved:
     ``emit(hdr.a[0]); emit(hdr.b[0]); emit(hdr.a[1]); ...`` (emitting an invalid header emits
     nothing), which reproduces the wire order of messages made of one element of each.
+    ``descending``: elements from the highest index down (a parser that numbers them from the back,
+    :mod:`backends.tofino.stack_parse`); a lone stack is then emitted element by element too.
     """
     out: list[str] = []
     for group in emit_groups(spec):
-        if len(group) == 1:
+        size = spec.header(group[0]).stack_size or 0
+        if len(group) == 1 and not (descending and size):
             out.append(f"{packet}.emit({hdr}.{group[0]});")
             continue
-        size = spec.header(group[0]).stack_size or 0
-        for i in range(size):
+        for i in (reversed(range(size)) if descending else range(size)):
             out.extend(f"{packet}.emit({hdr}.{name}[{i}]);" for name in group)
     return out

@@ -155,11 +155,12 @@ def parse(data: dict) -> Measured:
                     per_table[name][kind] += 1
                     table_stages[name].add(number)
                     names.add(name)
-        for xbar_use in ((st.get("logical_tables") or {}).get("ids") or []):
-            for u in xbar_use.get("usages") or [xbar_use]:
-                if u.get("used_by"):
-                    names.add(p4_table(u["used_by"]))
-                    table_stages[p4_table(u["used_by"])].add(number)
+        for logical in (st.get("logical_tables") or {}).get("ids") or []:  # every table, memory or not
+            if logical.get("table_name"):
+                name = p4_table(logical["table_name"])
+                names.add(name)
+                table_stages[name].add(number)
+                per_table.setdefault(name, {"sram": 0, "tcam": 0, "map": 0})
         per_stage.append(StageUse(number, counts["sram"], counts["tcam"], counts["map"], tuple(sorted(names))))
     if not stages:
         sram_avail, tcam_avail = 80 * n_stages, 24 * n_stages

@@ -14,20 +14,43 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-
 from backends.common.controls import action_decls, apply_statements, table_decl, user_call_members
-from backends.common.headers import HEADERS_STRUCT, METADATA_STRUCT, Member, bits, header_member, header_type_decls, struct_decl
+from backends.common.headers import (
+    HEADERS_STRUCT,
+    METADATA_STRUCT,
+    Member,
+    bits,
+    header_member,
+    header_type_decls,
+    struct_decl,
+)
 from backends.common.literals import literal
-from backends.common.names import (field_expression, guard_condition, identifier, is_intrinsic, is_meta,
-                                    looked_at_condition, meta_member, split_field)
+from backends.common.names import (
+    field_expression,
+    guard_condition,
+    identifier,
+    is_intrinsic,
+    is_meta,
+    looked_at_condition,
+    meta_member,
+    split_field,
+)
 from backends.common.parser import emit_statements, parser_states
+from backends.common.state import state_keys
 from backends.common.target import unsupported
 from backends.common.templates import render_template
 from backends.tofino.batch import EGRESS_PORT_KEY, Batched
 from backends.tofino.layout import Layout, TableLayout, entries_with_ranges
-from backends.tofino.network import (FROM_UP, FROM_UP_TABLE, IN_PORT, TO_UP_TABLE, egress_decls, ingress_decls,
-                                     network_stage)
-from backends.common.state import state_keys
+from backends.tofino.network import (
+    FROM_UP,
+    FROM_UP_TABLE,
+    IN_PORT,
+    TO_UP_TABLE,
+    egress_decls,
+    ingress_decls,
+    network_stage,
+)
+from backends.tofino.stack_parse import first_only, fix_stack_indices
 from backends.tofino.state import render_state
 from backends.tofino.target import Target, facts
 from compiler import ir
@@ -76,7 +99,9 @@ def _padded(members: list[Member]) -> list[Member]:
     """Members of a header padded to whole bytes (TNA headers are byte-aligned)."""
     total = sum(int(m.type[4:-1]) for m in members)
     pad = -total % 8
-    return members + ([Member(bits(pad), "_pad")] if pad else [])
+    # @padding: bits bf-p4c may overwrite, so a field sharing their byte can be written whole
+    # (an OR into the bridged port bitmap otherwise "violates action constraints").
+    return members + ([Member(bits(pad), "_pad", "@padding")] if pad else [])
 
 
 def _header_decl(name: str, members: list[Member]) -> str:
@@ -136,6 +161,9 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     target = layout.target
     pipeline = layout.pipeline
     spec, stopped = tna_spec(pipeline.spec, layout.options.variable_advance, target)
+    if batched.mode == "first" and message_stack:
+        spec = first_only(spec, message_stack)
+    spec, from_back = fix_stack_indices(spec)
     tna = facts(target)
     union = batched.mode == "union"
     keep = set(batched.keep_fields)
@@ -187,7 +215,7 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
         ingress_members.append(Member(f"{RECIRC}_h", RECIRC))
         emits.append(f"pkt.emit(hdr.{RECIRC});")
     ingress_members += [header_member(h) for h in spec.headers]
-    emits += emit_statements(spec, packet="pkt")
+    emits += emit_statements(spec, packet="pkt", descending=from_back)
 
     tables_text = [_table_text(t, layout, batched, spec) for t in ingress_tables]
     egress_text = [_table_text(t, layout, batched, spec) for t in egress_tables]

@@ -9,7 +9,7 @@ from backends.tofino.layout import TofinoOptions, plan
 from backends.tofino.target import TOFINO1
 from compiler import ir
 from runtime.model import lookup
-from tests.backends.tofino.helpers import compile_text, scalar_spec, SCALAR_RULES
+from tests.backends.tofino.helpers import SCALAR_RULES, compile_text, scalar_spec
 
 
 def _pipeline(table: ir.Table, entries: list[ir.Entry]) -> ir.Pipeline:
