@@ -101,7 +101,7 @@ KINDS: dict[str, Callable[[Path], list[Path]]] = {
     "itch-3k": generated("itch", 3000),
     "int": single("apps/int/int.p4", "apps/int/rules.sub"),
     "stateful": stateful,
-    "siena-groups": generated("siena", 200, "--delivery", "groups"),
+    "siena-groups": generated("siena", 50, "--delivery", "groups"),
     "siena-bitmap-lanes": generated("siena", 1000, "--delivery", "bitmap", "--lanes", "auto"),
     "route-mr": routed("--policy", "mr"),
     "route-tr": routed("--policy", "tr"),
@@ -115,7 +115,7 @@ def judge(out: Path) -> dict[str, Any]:
     start = time.perf_counter()
     done = p4sub("build", out)
     row: dict[str, Any] = {"program": out.name, "seconds": round(time.perf_counter() - start, 1), "load": load()}
-    resources = json.loads((out / "resources.json").read_text())
+    resources = json.loads((out / "resources.json").read_text()) if (out / "resources.json").is_file() else {}
     est = resources.get("estimate", resources)
     row["estimate"] = {"stages": est.get("stages"), "sram": est.get("sram_blocks"), "tcam": est.get("tcam_blocks")}
     if done.returncode != 0:

@@ -64,7 +64,10 @@ def given_compiler(path: str, compiler: str = COMPILER, how_to_get: str = HOW_TO
 
 
 def output_target(out: Path) -> str:
-    """``tofino`` when ``out`` holds a Tofino compile (its ``resources.json`` says so), else ``bmv2``."""
+    """``tofino`` when ``out`` holds a Tofino compile (BF Runtime entries, ``tofino.json``, or a
+    ``resources.json`` that says so), else ``bmv2``."""
+    if (out / "tofino.json").is_file() or (out / "entries.bfrt.json").is_file():
+        return "tofino"
     try:
         return "tofino" if json.loads((out / RESOURCES).read_text()).get("target") == "tofino" else "bmv2"
     except (OSError, ValueError, AttributeError):
@@ -140,12 +143,13 @@ def run_tofino(args: argparse.Namespace, out: Path) -> int:
     if compiler is None:
         raise TargetError(bf_p4c.HOW_TO_GET)
     manifest = find_listed(out)
+    has_estimate = (out / RESOURCES).is_file()  # delivery-tree programs (header stack, VT) have none
     if manifest is not None:
-        manifest.check(["program.p4", RESOURCES])
+        manifest.check(["program.p4", *([RESOURCES] if has_estimate else [])])
     else:
         print(f"note: {out} has no {MANIFEST}: built, but p4sub install will refuse it until it is recompiled",
               file=sys.stderr)
-    previous = json.loads((out / RESOURCES).read_text())
+    previous = json.loads((out / RESOURCES).read_text()) if has_estimate else {"target": "tofino", "tables": []}
     estimate = previous.get("estimate", previous)  # built before: the estimate is kept beside bf-p4c's figures
     scratch = Path(tempfile.mkdtemp(prefix=".build.", dir=out))
     try:
