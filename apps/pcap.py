@@ -713,6 +713,12 @@ class PcapWriter:
         self._file.write(data)
         self.records_written += 1
 
+    def write_records(self, data: bytes | bytearray | memoryview, count: int) -> None:
+        """Append ``count`` records already framed (16-byte record headers in this file's byte order
+        and timestamp unit, then the frames): the bulk writers' path."""
+        self._file.write(data)
+        self.records_written += count
+
     def close(self) -> None:
         self._file.close()
 
