@@ -119,7 +119,8 @@ def judge(out: Path) -> dict[str, Any]:
     est = resources.get("estimate", resources)
     row["estimate"] = {"stages": est.get("stages"), "sram": est.get("sram_blocks"), "tcam": est.get("tcam_blocks")}
     if done.returncode != 0:
-        errors = [ln for ln in done.stderr.splitlines() if "error" in ln.lower() and "bf-p4c failed" not in ln]
+        errors = [ln for ln in done.stderr.splitlines()
+                  if ln.startswith("error") or ": error:" in ln and "no binary will be generated" not in ln]
         row.update(accepted=False, error=(errors or done.stderr.strip().splitlines() or ["?"])[0][:400])
         return row
     bf = resources["bf_p4c"]

@@ -30,8 +30,7 @@ import re
 from dataclasses import replace
 from functools import lru_cache
 
-from compiler.spec import Spec
-from compiler.spec.model import Extract, ParserState, SelectCase
+from compiler.spec import Extract, ParserState, SelectCase, Spec
 
 BUILTIN = ("accept", "reject")
 #: Paths checked for wire order before giving up (ITCH: 90).
