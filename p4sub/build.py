@@ -149,7 +149,7 @@ def run_tofino(args: argparse.Namespace, out: Path) -> int:
     else:
         print(f"note: {out} has no {MANIFEST}: built, but p4sub install will refuse it until it is recompiled",
               file=sys.stderr)
-    previous = json.loads((out / RESOURCES).read_text()) if has_estimate else {"target": "tofino", "tables": []}
+    previous = read_estimate(out / RESOURCES) if has_estimate else {"target": "tofino", "tables": []}
     estimate = previous.get("estimate", previous)  # built before: the estimate is kept beside bf-p4c's figures
     scratch = Path(tempfile.mkdtemp(prefix=".build.", dir=out))
     try:
@@ -179,16 +179,31 @@ def check_names(out: Path, into: Path) -> None:
     """``entries.bfrt.json`` against bf-p4c's ``bf-rt.json``: a name BF Runtime would refuse at install
     time is a TargetError now (nothing replaced)."""
     from backends.tofino import bfrt_check
+    from backends.tofino.install import load_entries
 
     entries, schema = out / "entries.bfrt.json", into / "bf-rt.json"
     if not entries.is_file():
         return
     if not schema.is_file():
         raise TargetError(f"bf-p4c exited 0 but wrote no {schema.name}")
-    found = bfrt_check.problems(json.loads(entries.read_text()), json.loads(schema.read_text()))
+    found = bfrt_check.problems(load_entries(entries), json.loads(schema.read_text()))
     if found:
         raise TargetError(f"{entries}: names that bf-p4c's bf-rt.json does not have (an install would be refused):\n  "
                           + "\n  ".join(found))
+
+
+def read_estimate(path: Path) -> dict:
+    """``resources.json`` as compile (or an earlier build) wrote it; P4subError at its line and column."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise P4subError(f"{path}:{exc.lineno}:{exc.colno}: not a resources.json p4sub wrote ({exc.msg}); "
+                         "recompile with --target tofino") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise P4subError(f"{path}: cannot read it: {exc}") from None
+    if not isinstance(doc, dict):
+        raise P4subError(f"{path}:1:1: expected a JSON object (the resource estimate); recompile with --target tofino")
+    return doc
 
 
 def judged(estimate: dict, measured, comparison: dict, version: str) -> dict:

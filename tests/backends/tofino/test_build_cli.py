@@ -82,3 +82,13 @@ def test_bf_p4c_builds_it_and_its_figures_replace_the_estimate(out, capsys):
     # Built again: the estimate stays the compile's, not the first build's figures.
     assert main(["build", str(out)]) == 0
     assert json.loads((out / "resources.json").read_text())["estimate"] == estimate
+
+
+def test_a_broken_resources_json_is_named_with_line_and_column(out, tmp_path, capsys):
+    (out / "manifest.json").unlink()  # without a manifest nothing else catches the edit
+    (out / "resources.json").write_text('{"target": "tofino",\n "stages": }\n')
+    fake = tmp_path / "bf-p4c"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    assert main(["build", str(out), "--bf-p4c", str(fake)]) == 2
+    assert "resources.json:2:" in capsys.readouterr().err
