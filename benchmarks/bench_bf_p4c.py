@@ -120,7 +120,8 @@ def judge(out: Path) -> dict[str, Any]:
     row["estimate"] = {"stages": est.get("stages"), "sram": est.get("sram_blocks"), "tcam": est.get("tcam_blocks")}
     if done.returncode != 0:
         errors = [ln for ln in done.stderr.splitlines()
-                  if ln.startswith("error") or ": error:" in ln and "no binary will be generated" not in ln]
+                  if (ln.startswith("error") or ": error:" in ln)
+                  and "no binary will be generated" not in ln and "bf-p4c failed" not in ln]
         row.update(accepted=False, error=(errors or done.stderr.strip().splitlines() or ["?"])[0][:400])
         return row
     bf = resources["bf_p4c"]
