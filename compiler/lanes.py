@@ -327,7 +327,9 @@ def choose_lanes(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], *, la
             if tuple(groups) in done:
                 continue
             done.add(tuple(groups))
-            attempt(parts, [None] * len(parts), groups, bound(first_cap if best is None else None), "port")
+            if not attempt(parts, [None] * len(parts), groups, bound(first_cap if best is None else None), "port") \
+                    and best is None:
+                break  # fewer groups hold more ports each: when the most lanes pass the bound, fewer hardly fit
 
     if partition == "port":
         by_port([lanes] if lanes is not None else sorted(_candidates(len(ports), max_lanes), reverse=True), None)
