@@ -202,7 +202,7 @@ WORK_PER_EDGE = 64  # with an edge limit, rule visits allowed per edge of that l
 #: With an edge limit, rule visits allowed per input cube on top (a diagram is at least a sweep of
 #: its cubes: a tight limit, such as the best candidate's few edges, still lets a candidate that
 #: would be as small finish).
-WORK_PER_CUBE = 4
+WORK_PER_CUBE = 2
 
 
 class DiagramTooLarge(CompileError):

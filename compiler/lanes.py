@@ -36,10 +36,11 @@ from compiler.spec import QueryField
 
 Cubes = list[tuple[Cube, tuple]]
 SLACK = 1.1  # fewer lanes are worth up to 10 % more edges
+EDGE_FLOOR = 64  # a candidate after the first may build this many edges however small the best is
 #: A candidate tried after a better one may visit this many times the rules the best one's build
 #: visited (on top of what its edge bound allows): a tight edge bound alone would stop a candidate
 #: as small as the best before it got through its rules.
-WORK_SLACK = 4
+WORK_SLACK = 2
 
 
 @dataclass(frozen=True)
@@ -281,6 +282,15 @@ def choose_lanes(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], *, la
     best: LaneChoice | None = None
     smallest = 0
     tried: list[tuple[int, int | None, str]] = []
+    kept: list[LaneChoice] = []  # the candidates within SLACK of the smallest so far
+
+    def consider(choice: LaneChoice) -> None:
+        """Of the candidates within SLACK of the fewest edges, the best has the fewest lanes (then
+        the fewest edges, then the earliest): the same whatever order they were tried in."""
+        nonlocal best, smallest
+        smallest = min(smallest, choice.size) if kept else choice.size
+        kept[:] = [c for c in kept + [choice] if c.size <= smallest * SLACK]
+        best = min(kept, key=lambda c: (len(c.diagrams), c.size))
 
     def spent() -> int:
         """Rule visits the best candidate's diagrams took: a later one may take WORK_SLACK times that."""
@@ -289,11 +299,10 @@ def choose_lanes(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], *, la
     def attempt(parts: list[list[int]], hubs: Sequence[str | None], groups: Sequence[tuple[int, ...]] | None,
                 limit: int | None, kind: str) -> bool:
         """Build one candidate within ``limit`` edges; keep it when it is the best so far."""
-        nonlocal best, smallest
         extra = WORK_SLACK * spent() // len(parts)
         try:
-            if limit is not None and len(parts) > limit:  # a lane that gives a port has an edge at least
-                raise DiagramTooLarge(f"{len(parts)} lanes need more than {limit} edges")
+            if best is not None and len(parts) > smallest * SLACK:  # a lane that gives a port has an edge at least
+                raise DiagramTooLarge(f"{len(parts)} lanes need more than {int(smallest * SLACK)} edges")
             diagrams, size = [], 0
             for k, (part, hub) in enumerate(zip(parts, hubs)):
                 cubes = lane_cubes(cubes_of, part, groups[k] if groups is not None else None, pinned)
@@ -310,15 +319,35 @@ def choose_lanes(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], *, la
         tried.append((len(parts), size, kind))
         if progress:
             progress(f"lanes: {len(parts)} lanes by {kind} -> {size} edges")
-        if best is None or size <= smallest * SLACK:
-            best = LaneChoice(tuple(tuple(p) for p in parts), tuple(diagrams), size, (),
-                              tuple(groups) if groups is not None else ())
-            smallest = min(smallest, size) if smallest else size
+        if partition == "auto" and groups is not None and len(parts) > 1 and not pinned:
+            # Lanes that each give every packet the same ports give every packet their union: one
+            # lane over no field says so (what one lane would build, often at far greater cost).
+            same = [_constant_ports(d) for d in diagrams]
+            if all(p is not None for p in same):
+                union = tuple(("port", p) for p in sorted(frozenset().union(*same)))
+                d = build_cubes([((), union)] if union else [], fields, emit=True)
+                parts, groups, diagrams, size = [list(range(len(cubes_of)))], None, [d], edge_count(d)
+                tried.append((1, size, "port lanes merged"))
+                if progress:
+                    progress(f"lanes: every port lane gives all packets the same ports -> one lane, {size} edges")
+        consider(LaneChoice(tuple(tuple(p) for p in parts), tuple(diagrams), size, (),
+                            tuple(groups) if groups is not None else ()))
         return True
 
+    def optimal() -> bool:
+        """Whether the best so far is one lane of at most one edge: no candidate can be smaller."""
+        return best is not None and len(best.diagrams) == 1 and best.size <= 1
+
     def bound(cap: int | None = None) -> int | None:
+        """The edges a candidate may build: within SLACK of the best so far (and ``max_edges``, ``cap``),
+        but at least EDGE_FLOOR: a build counts the nodes it makes and then drops (a child rebuilt
+        without the ports its edge gives), so a tight bound would stop a candidate as small as the
+        best. What it builds is kept only within SLACK of the best (:func:`attempt`)."""
         limits = [x for x in (int(smallest * SLACK) if best is not None else None, max_edges, cap) if x is not None]
-        return min(limits) if limits else None
+        if not limits:
+            return None
+        floor = EDGE_FLOOR if max_edges is None else min(EDGE_FLOOR, max_edges)
+        return max(min(limits), floor) if best is not None else min(limits)
 
     def by_port(counts: Sequence[int], first_cap: int | None) -> None:
         done: set[tuple[tuple[int, ...], ...]] = set()
@@ -326,6 +355,8 @@ def choose_lanes(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], *, la
             parts, groups = port_partition(cubes_of, n, pinned)
             if tuple(groups) in done:
                 continue
+            if optimal():
+                break
             done.add(tuple(groups))
             if not attempt(parts, [None] * len(parts), groups, bound(first_cap if best is None else None), "port") \
                     and best is None:
@@ -343,18 +374,18 @@ def choose_lanes(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], *, la
         if partition == "auto" and len(ports) >= 2 and max_lanes >= 2:
             # One lane per port (or per group of ports) first, then fewer groups within the slack.
             by_port([n for n in sorted(_candidates(len(ports), max_lanes), reverse=True) if n > 1], probe_cap)
-        probe = _probe_one_lane(cubes_of, fields, field_order, bound(probe_cap), WORK_SLACK * spent())
+        probe = None if optimal() else _probe_one_lane(cubes_of, fields, field_order, bound(probe_cap),
+                                                       WORK_SLACK * spent())
         if probe is not None:
             tried.append((1, probe.size, "one lane"))
-            if best is None or probe.size <= smallest * SLACK:
-                best = probe
-                smallest = min(smallest, probe.size) if smallest else probe.size
-        else:
-            tried.append((1, None, "one lane"))
-        counts = [n for n in counts if n != 1]
+            consider(probe)
+        if probe is not None or optimal():
+            counts = [n for n in counts if n != 1]  # else one lane is tried again last, bounded by the best
     for n in counts:
         parts, hubs = spread(sigs, n, pinned, prefer)
-        if any(len(parts) == m and kind != "port" for m, _, kind in tried):
+        if optimal():
+            break
+        if any(len(parts) == m and kind == "hub" for m, _, kind in tried):
             continue  # fewer attributes than lanes: the same partition again
         if not attempt(parts, hubs, None, bound(), "hub") and best is None:
             break  # fewer lanes put more rules in each: when the most lanes pass the limit, fewer hardly fit
@@ -382,6 +413,20 @@ def _probe_one_lane(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], fi
     except DiagramTooLarge:
         return None
     return LaneChoice((tuple(range(len(cubes_of))),), (d,), edge_count(d), ())
+
+
+def _constant_ports(d: Diagram) -> frozenset[int] | None:
+    """The ports ``d`` gives every packet when it gives all the same ports and calls nothing, else None."""
+    if d.root in d.leaves:
+        leaf = d.leaves[d.root]
+        return None if leaf.calls else frozenset(leaf.ports)
+    n = d.nodes[d.root]
+    if len(n.edges) != 1 or n.edges[0][2] not in d.leaves:
+        return None
+    leaf = d.leaves[n.edges[0][2]]
+    if leaf.calls:
+        return None
+    return frozenset(leaf.ports) | (d.emissions[n.emits[0]] if n.emits else frozenset())
 
 
 def _candidates(distinct: int, max_lanes: int) -> list[int]:

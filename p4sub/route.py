@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-lanes", type=int, default=8, help="most lanes auto may use per switch (default 8)")
     p.add_argument("--lane-partition", choices=PARTITIONS, default="auto",
                    help="--delivery filters: how a switch's rules are split into lanes, as p4sub compile: hub, port "
-                        "or auto (default)")
+                        "or auto (default: lanes by port, one lane and lanes by hub are tried)")
     p.add_argument("--budget", default="", metavar="entries=N,groups=M,stages=S",
                    help="what each switch may use (default: the --target's limits, else p4sub compile's); a switch "
                         "that does not fit exactly is widened, its stats.json says so")

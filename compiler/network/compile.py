@@ -145,10 +145,13 @@ def switch_rules(sr: SwitchRules, options: CompileOptions) -> tuple[ast.RuleSet,
     ``delivery="groups"`` is the first compiler's layout, one lane, with MR's catch-all as the leaf
     table's default action (:func:`compiler.network.routing.send_misses_up`); any other delivery
     compiles MR's catch-all as a rule (:func:`compiler.network.routing.with_up_rule`), which every
-    layout, lanes and bitmaps included, carries as it carries any rule.
+    layout, lanes and bitmaps included, carries as it carries any rule. Unless told otherwise, the
+    lanes are chosen among lanes by port, one lane and lanes by hub (``lane_partition="auto"``).
     """
     if options.delivery == "groups":
         return sr.rules, dataclasses.replace(options, lanes=None)
+    if options.lane_partition is None:  # a routed switch: few ports that thousands of rules share
+        options = dataclasses.replace(options, lane_partition="auto")
     return (with_up_rule(sr.rules) if sr.miss_up else sr.rules), options
 
 

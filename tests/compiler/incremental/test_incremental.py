@@ -160,7 +160,7 @@ def run_steps(rules: list[ast.Rule], ops, layout: tuple, packets, encoding: str 
     delivery, lanes, *partition = layout
     inc = Incremental.compile(SPEC, ast.RuleSet(tuple(rules)), CompileOptions(
         delivery=delivery, lanes=lanes, tables=TableOptions(range_encoding=encoding),
-        lane_partition=partition[0] if partition else "auto"))
+        lane_partition=partition[0] if partition else None))
     current = list(rules)
     updates = []
     for add, new_rule, which in ops:
