@@ -90,7 +90,8 @@ def line(r: dict[str, Any]) -> str:
     target = f" (target {r['target_seconds']:.0f} s)" if r["target_seconds"] else ""
     return (f"fat-tree:{r['k']} {r['filters']:>6} Siena {r['policy'].upper()}: route {r['wall_seconds']:.1f} s wall"
             f"{target}, {r['cpu_seconds']:.1f} s CPU; {r['entries']} entries in all, largest {big['switch']} "
-            f"{big['entries']} entries in {big['lanes']} lane(s) ({big['delivery']}); every switch fits: "
+            f"{big['entries']} entries in {big['lanes']} lane(s) ({big['delivery']}"
+            + (f", by {big['lane_partition']}" if big.get("lane_partition") else "") + "); every switch fits: "
             f"{r['all_fit']}, exact: {r['all_exact']}; netsim {r['messages']} messages: receivers' false negatives "
             f"{r['false_negatives']}, false positives {r['false_positives']} of {r['wanted']} wanted; extra "
             f"aggregation-core copies {r['extra_core_percent']} %; load {r['load']}")

@@ -69,6 +69,7 @@ class Diagram:
     # Outputs on edges: port sets emitted on edges (index 0 is the empty set).
     emit: bool = False
     emissions: list[frozenset[int]] = field(default_factory=lambda: [frozenset()])
+    work: int = field(default=0, compare=False)  # rule visits its build took (a search bounds candidates by it)
 
     @property
     def field_names(self) -> list[str]:
@@ -161,14 +162,15 @@ def default_field_order(cubes: Sequence[Cube], fields: dict[str, QueryField]) ->
 
 
 def build(typed: TypedRules, *, field_order: Sequence[str] | None = None, dnf_limit: int = DEFAULT_LIMIT,
-          seed: int = 0, emit: bool = False, rules: Sequence[int] | None = None, max_edges: int | None = None) -> Diagram:
+          seed: int = 0, emit: bool = False, rules: Sequence[int] | None = None, max_edges: int | None = None,
+          extra_work: int = 0) -> Diagram:
     """Compile checked rules into a reduced ordered diagram.
 
     ``emit``: ports on edges (see the module docstring). ``rules``: indexes of the rules to compile
     (a lane), all by default.
     """
     return build_cubes(rule_cubes(typed, dnf_limit, rules), typed.match_fields, field_order=field_order, seed=seed,
-                       emit=emit, max_edges=max_edges)
+                       emit=emit, max_edges=max_edges, extra_work=extra_work)
 
 
 def rule_cubes(typed: TypedRules, dnf_limit: int = DEFAULT_LIMIT,
@@ -197,6 +199,10 @@ def rule_cubes(typed: TypedRules, dnf_limit: int = DEFAULT_LIMIT,
 
 
 WORK_PER_EDGE = 64  # with an edge limit, rule visits allowed per edge of that limit
+#: With an edge limit, rule visits allowed per input cube on top (a diagram is at least a sweep of
+#: its cubes: a tight limit, such as the best candidate's few edges, still lets a candidate that
+#: would be as small finish).
+WORK_PER_CUBE = 2
 
 
 class DiagramTooLarge(CompileError):
@@ -205,9 +211,12 @@ class DiagramTooLarge(CompileError):
 
 def build_cubes(cubes: list[tuple[Cube, tuple]], fields: dict[str, QueryField], *,
                 field_order: Sequence[str] | None = None, seed: int = 0, emit: bool = False,
-                max_edges: int | None = None) -> Diagram:
+                max_edges: int | None = None, extra_work: int = 0) -> Diagram:
+    """The diagram of ``cubes``. With ``max_edges``, :class:`DiagramTooLarge` past that many edges,
+    or past ``WORK_PER_EDGE`` rule visits per edge of it plus ``WORK_PER_CUBE`` per cube plus
+    ``extra_work`` (a search lets a candidate spend about what the best one so far spent)."""
     order = _resolve_order(field_order, [c for c, _ in cubes], fields)
-    return _Builder([fields[n] for n in order], seed, emit, max_edges).run(cubes)
+    return _Builder([fields[n] for n in order], seed, emit, max_edges, extra_work).run(cubes)
 
 
 def _atomic_actions(rule) -> tuple:
@@ -238,10 +247,13 @@ def _resolve_order(field_order: Sequence[str] | None, cubes: list[Cube], fields:
 
 
 class _Builder:
-    def __init__(self, fields: list[QueryField], seed: int, emit: bool = False, max_edges: int | None = None) -> None:
+    def __init__(self, fields: list[QueryField], seed: int, emit: bool = False, max_edges: int | None = None,
+                 extra_work: int = 0) -> None:
         self.max_edges = max_edges
         self.edge_count = 0
         self.work = 0
+        # Rule visits allowed with max_edges (run() adds the cubes' share).
+        self.work_limit = WORK_PER_EDGE * max_edges + extra_work if max_edges is not None else 0
         self.fields = fields
         self.levels = len(fields)
         self.emit = emit
@@ -253,6 +265,9 @@ class _Builder:
         self._rng = random.Random(seed)
         # Per level: residual (constraint at this level, ids of next-level objects) and its random key.
         self._residuals: list[dict[tuple, int]] = [dict() for _ in range(self.levels)]
+        self._names = [f.name for f in fields]
+        self._level_of = {name: i for i, name in enumerate(self._names)}
+        self._tails: dict[tuple[int, tuple[int, ...]], tuple[int, ...]] = {}  # see _tail
         self._res_cons: list[list[IntervalSet | None]] = [[] for _ in range(self.levels)]
         self._res_next: list[list[tuple[int, ...]]] = [[] for _ in range(self.levels)]
         # With outputs on edges: per level, the ports of each object that is decided (no constraint
@@ -281,18 +296,49 @@ class _Builder:
         return idx
 
     def _residual(self, level: int, cube: dict[str, IntervalSet], items: tuple[int, ...]) -> tuple[int, ...]:
-        """Ids of the level-``level`` objects a cube stands for (a residual, or action items past the end)."""
+        """Ids of the level-``level`` objects a cube stands for (a residual, or action items past the end).
+
+        Interned bottom up, as a walk from the last level would (so ids come in the same order); the
+        levels below the cube's last constraint are the same for every cube with these items and
+        are looked up at once (:meth:`_tail`)."""
         if level == self.levels:
             return items
-        nxt = self._residual(level + 1, cube, items)
-        cons = cube.get(self.fields[level].name)
+        level_of = self._level_of
+        deepest = level - 1
+        for name in cube:
+            lv = level_of.get(name)
+            if lv is not None and lv > deepest:
+                deepest = lv
+        nxt = self._tail(items, deepest + 1)
+        names = self._names
+        intern = self._intern
+        for lv in range(deepest, level - 1, -1):
+            nxt = intern(lv, cube.get(names[lv]), nxt)
+        return nxt
+
+    def _tail(self, items: tuple[int, ...], level: int) -> tuple[int, ...]:
+        """The level-``level`` objects of an unconstrained residual chain down to ``items``."""
+        if level >= self.levels:
+            return items
+        key = (level, items)
+        found = self._tails.get(key)
+        if found is None:
+            found = self._tails[key] = self._intern(level, None, self._tail(items, level + 1))
+        return found
+
+    def _intern(self, level: int, cons: IntervalSet | None, nxt: tuple[int, ...]) -> tuple[int, ...]:
+        """The level-``level`` residual (``cons``, then the objects ``nxt``), as a one-id tuple."""
         key = (cons, nxt)
         idx = self._residuals[level].get(key)
         if idx is None:
             idx = self._residuals[level][key] = len(self._res_cons[level])
             self._res_cons[level].append(cons)
             self._res_next[level].append(nxt)
-            if self.emit:
+            if self.emit and len(nxt) == 1:  # the usual case above the last level: one object below
+                o = nxt[0]
+                self._pure[level].append(self._pure[level + 1][o] if cons is None or cons.is_full else None)
+                self._reach[level].append(self._reach[level + 1][o])
+            elif self.emit:
                 below = [self._pure[level + 1][o] for o in nxt]
                 decided = (cons is None or cons.is_full) and all(b is not None for b in below)
                 self._pure[level].append(tuple(sorted({p for b in below for p in b})) if decided else None)
@@ -358,6 +404,7 @@ class _Builder:
     def run(self, cubes: list[tuple[Cube, tuple]]) -> Diagram:
         roots: set[int] = set()
         item = self._item
+        self.work_limit += WORK_PER_CUBE * len(cubes)
         for cube, actions in cubes:
             items = tuple(item(a) for a in actions)
             if not items:
@@ -365,6 +412,7 @@ class _Builder:
             roots.update(self._residual(0, dict(cube), items))
         self._draw_keys()
         self.diagram.root = self._build(0, frozenset(roots))
+        self.diagram.work = self.work
         return self.diagram
 
     def _build(self, level: int, objs: frozenset[int], hsum: int | None = None, given: int = 0) -> int:
@@ -410,12 +458,11 @@ class _Builder:
         cons, nxt = self._res_cons[level], self._res_next[level]
         top = stop
         clip = start > 0 or stop < (1 << self.fields[level].width) - 1
-        if self.max_edges is not None:
-            # Work per node grows with the rules it carries: bound that too, not only the edges made.
-            self.work += len(objs)
-            if self.work > WORK_PER_EDGE * self.max_edges:
-                raise DiagramTooLarge(f"the diagram passed {WORK_PER_EDGE * self.max_edges} rule visits "
-                                      f"before {self.max_edges} edges")
+        # Work per node grows with the rules it carries: bound that too, not only the edges made.
+        self.work += len(objs)
+        if self.max_edges is not None and self.work > self.work_limit:
+            raise DiagramTooLarge(f"the diagram passed {self.work_limit} rule visits "
+                                  f"before {self.max_edges} edges")
         if (level == self.levels - 1 and not self.emit and not clip and len(objs) >= _VECTOR_MIN
                 and self.fields[level].width <= _VECTOR_WIDTH):
             edges = self._last_level_edges(objs, top)

@@ -14,7 +14,7 @@ from compiler.budget import Selectivity, Widening, widenings
 from compiler.coarsen import Coarsening, coarsen
 from compiler.default_path import Default, add_default, default_of
 from compiler.dnf import DEFAULT_LIMIT, ActionSet, rule_actions
-from compiler.lanes import LaneChoice, choose_lanes
+from compiler.lanes import PARTITIONS, LaneChoice, choose_lanes
 from compiler.rules import RuleSet, TypedRules, check_rules, read_rules
 from compiler.spec import Spec
 from compiler.tables import TableOptions, bitmap_delivery, build_lanes, build_pipeline, pipeline_stats
@@ -70,6 +70,11 @@ class CompileOptions:
     delivery: str = "auto"
     lanes: int | None = None  # None: chosen (1 for groups)
     max_lanes: int = 8
+    # How rules are split into lanes (compiler.lanes.choose_lanes): ``hub`` by the attributes they
+    # test, ``port`` by the ports they give, ``auto`` tries both (and one lane) when the count is chosen.
+    # None: ``hub`` for a lone switch (the layout --like and updates in place keep), ``auto`` for the
+    # switches of a routed network (compiler.network.compile.switch_rules: few ports, many rules).
+    lane_partition: str | None = None
     budget: Budget = field(default_factory=Budget)
     order_search: float = 0.0  # seconds of field-order search (sifting) over all lanes
     exact: bool = False  # refuse to widen rules when no exact layout fits the budget
@@ -116,6 +121,8 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
         # Both backends evaluate a stack's messages one by one into port sets, with groups only; an
         # explicit bitmap request compiles (the model runs it) and the backends refuse to render it.
         delivery = "groups"
+    if options.lane_partition is not None and options.lane_partition not in PARTITIONS:
+        raise P4subError(f"lane partition {options.lane_partition!r}: expected one of {', '.join(PARTITIONS)}")
     if options.lanes is not None and options.lanes < 1:
         raise P4subError(f"--lanes {options.lanes}: expected a positive number or auto")
     if delivery == "groups" and (options.lanes or 1) > 1:
@@ -183,6 +190,13 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     return best
 
 
+def _candidate(lanes: int, kind: str) -> str:
+    """A lane candidate in the layout notes: "8 lanes by port", "1 lane", "1 lane (port lanes merged)"."""
+    if lanes > 1:
+        return f"{lanes} lanes by {kind}"
+    return "1 lane" + (f" ({kind})" if kind not in ("one lane", "hub") else "")
+
+
 def _coarsening_widening(coarsened: Sequence[Coarsening], then: Widening | None = None) -> Widening | None:
     """One :class:`Widening` for coarsened fields (and a constraint-dropping step after them)."""
     if not coarsened:
@@ -208,8 +222,6 @@ def _bitmap(spec: Spec, typed: TypedRules, options: CompileOptions, notes: list[
     pinned = [i for i, r in enumerate(typed.rules) if rule_actions(r).calls]
     ports = sorted({p for r in typed.rules for p in rule_actions(r).ports} | set(options.tables.min_ports))
     steps: list[tuple[Widening | None, list]] = [(None, cubes_of)]
-    if not options.exact:
-        steps += [(w, c) for w, c in widenings(cubes_of, Selectivity(typed.match_fields, options.sample)) if w.dropped]
     # Edges are about entries plus each node's default edge: past this many, the entries do not fit.
     limit = options.budget.entries + options.budget.entries // 4
 
@@ -219,15 +231,19 @@ def _bitmap(spec: Spec, typed: TypedRules, options: CompileOptions, notes: list[
         try:
             choice = choose_lanes(cubes, typed.match_fields, lanes=options.lanes, max_lanes=options.max_lanes,
                                   field_order=options.field_order or None, pinned=pinned, max_edges=limit,
-                                  search_seconds=options.order_search)
+                                  search_seconds=options.order_search, partition=options.lane_partition or "hub")
         except bdd.DiagramTooLarge:
             notes.append(f"bitmap {name}: more than {limit} edges in every lane count tried")
             return None
         pipeline = build_lanes(choice.diagrams, spec, bitmap_delivery(ports, len(choice.diagrams)), options.tables)
-        notes.extend(f"bitmap {name}: {n} lanes -> " + (f"{s} edges" if s is not None else "abandoned")
-                     for n, s in choice.tried)
+        notes.extend(f"bitmap {name}: {_candidate(n, kind)} -> " + (f"{s} edges" if s is not None else "abandoned")
+                     for n, s, kind in choice.tried)
         compiled = Compiled(typed, choice.diagrams[0], pipeline, pipeline_stats(pipeline, 0.0), choice.diagrams,
                             choice, _coarsening_widening(coarsened, widening))
+        several = len(choice.diagrams) > 1
+        compiled.stats["lane_partition"] = ("port" if choice.ports else "hub") if several else "one lane"
+        if choice.ports:
+            compiled.stats["lane_ports"] = [list(p) for p in choice.ports]
         misses = options.budget.misses(compiled.stats)
         if misses:
             notes.append(f"bitmap {name}: " + "; ".join(misses))
@@ -236,6 +252,8 @@ def _bitmap(spec: Spec, typed: TypedRules, options: CompileOptions, notes: list[
     first = attempt(0)
     if first is not None and not options.budget.misses(first.stats):
         return first
+    if not options.exact:  # worked out only when the exact layout does not fit
+        steps += [(w, c) for w, c in widenings(cubes_of, Selectivity(typed.match_fields, options.sample)) if w.dropped]
     best, lo, hi = None, 1, len(steps) - 1
     while lo <= hi:  # the least step in [lo, hi] that fits; steps[-1] (no constraint) always does
         mid = (lo + hi) // 2

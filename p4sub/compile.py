@@ -25,6 +25,7 @@ from compiler.compile import (
 )
 from compiler.default_path import parse_default
 from compiler.dnf import DEFAULT_LIMIT
+from compiler.lanes import PARTITIONS
 from compiler.spec import Spec
 from compiler.tables import RANGE_ENCODINGS, TableOptions
 from p4sub import add_command
@@ -58,6 +59,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="independent table chains the rules are split into (bitmap delivery); auto picks the count "
                         "up to --max-lanes with the smallest compiled size")
     p.add_argument("--max-lanes", type=int, default=8, help="most lanes auto may use (default 8)")
+    p.add_argument("--lane-partition", choices=PARTITIONS, default="hub",
+                   help="how rules are split into lanes: hub (default: by the attributes they test), port (by the "
+                        "ports they give: a lane per port or group of ports), auto (lanes by port, one lane and lanes "
+                        "by hub are tried when --lanes is auto; hub for a given count)")
     p.add_argument("--exact", action="store_true",
                    help="refuse (exit 2) rather than widen rules when no exact layout fits the budget")
     p.add_argument("--trace", metavar="PCAP|JSONL",
@@ -138,7 +143,8 @@ def options_from_args(args: argparse.Namespace) -> CompileOptions:
                              tables=TableOptions(range_encoding=args.range_encoding, per_field_encoding=per_field,
                                                  min_state_bits=args.state_bits),
                              delivery=args.delivery, lanes=lanes_arg(args.lanes), max_lanes=args.max_lanes,
-                             budget=parse_budget(args.budget), order_search=args.order_search, exact=args.exact,
+                             lane_partition=args.lane_partition, budget=parse_budget(args.budget),
+                             order_search=args.order_search, exact=args.exact,
                              default=parse_default(args.default or "drop"))
     if not args.order_search >= 0 or args.order_search != args.order_search or args.order_search > 86400:
         raise P4subError(f"--order-search {args.order_search}: expected seconds between 0 and 86400")
@@ -349,7 +355,8 @@ def _run(args: argparse.Namespace) -> int:
         sources = {"spec": str(Path(args.spec).resolve()), "rules": str(Path(args.rules).resolve()),
                    "options": {"field_order": args.field_order, "range_encoding": args.range_encoding,
                                "encode": args.encode, "delivery": args.delivery, "lanes": args.lanes,
-                               "max_lanes": args.max_lanes, "budget": args.budget, "default": args.default,
+                               "max_lanes": args.max_lanes, "lane_partition": args.lane_partition,
+                               "budget": args.budget, "default": args.default,
                                "emit": args.emit, "headers_type": args.headers_type, "instance": args.instance}}
         from p4sub.compile_update import keep_lanes, keep_rules
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
-
 from dataclasses import replace
+from pathlib import Path
 
 from backends import switch_emitter, target_compile_options
 from compiler.approximate import Alpha, parse_alpha
 from compiler.base import P4subError, output_dir, parse_conf, staged_dir
 from compiler.compile import DELIVERIES, CompileOptions, field_order_arg, lanes_arg, parse_budget
 from compiler.dnf import DEFAULT_LIMIT
+from compiler.lanes import PARTITIONS
 from compiler.network import POLICIES, compile_network, parse_topology_arg, read_network_rules
 from compiler.tables import RANGE_ENCODINGS, TableOptions
 from p4sub import add_command
@@ -57,6 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lanes", default="auto", metavar="N|auto",
                    help="--delivery filters: lanes per switch (bitmap); auto picks up to --max-lanes per switch")
     p.add_argument("--max-lanes", type=int, default=8, help="most lanes auto may use per switch (default 8)")
+    p.add_argument("--lane-partition", choices=PARTITIONS, default="auto",
+                   help="--delivery filters: how a switch's rules are split into lanes, as p4sub compile: hub, port "
+                        "or auto (default: lanes by port, one lane and lanes by hub are tried)")
     p.add_argument("--budget", default="", metavar="entries=N,groups=M,stages=S",
                    help="what each switch may use (default: the --target's limits, else p4sub compile's); a switch "
                         "that does not fit exactly is widened, its stats.json says so")
@@ -112,7 +115,7 @@ def switch_options(args: argparse.Namespace, options: CompileOptions, spec, targ
         raise P4subError(f"--max-lanes {args.max_lanes}: expected a number from 1 to {MAX_LANES}")
     delivery = args.switch_delivery or default_switch_delivery(spec)
     options = replace(options, delivery=delivery, lanes=lanes_arg(args.lanes), max_lanes=args.max_lanes,
-                      budget=parse_budget(args.budget), exact=args.exact)
+                      lane_partition=args.lane_partition, budget=parse_budget(args.budget), exact=args.exact)
     return target_compile_options(target, spec, options, budget_items(args.budget)) if target else options
 
 
@@ -127,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
     output_dir(args.out)  # an -o that would be refused is said now, not after the switches are compiled
     per_switch = [flag for flag, given in (("--switch-delivery", args.switch_delivery is not None),
                                            ("--lanes", args.lanes != "auto"), ("--max-lanes", args.max_lanes != 8),
+                                           ("--lane-partition", args.lane_partition != "auto"),
                                            ("--budget", bool(args.budget)), ("--exact", args.exact)) if given]
     if args.delivery != "filters" and per_switch:
         raise P4subError(f"{', '.join(per_switch)} apply to --delivery filters only")

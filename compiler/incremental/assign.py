@@ -26,6 +26,11 @@ class LaneAssignment:
             return
         if lanes is None or len(lanes) != count:
             raise Fallback(f"{count} lanes, and which lane holds which rule is not known")
+        placed = [i for members in lanes for i in members]
+        if len(placed) != len(set(placed)):
+            # Lanes split by port (compiler.lanes.port_partition): a rule gives part of its ports in
+            # each of several lanes, and an update would have to split it the same way.
+            raise Fallback("a rule is in several lanes (lanes split by port)")
         for lane, members in enumerate(lanes):
             for i in members:
                 self.of.setdefault(rules[i], Counter())[lane] += 1

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 
-from compiler.bdd import _Builder, Diagram, Edge, Node, merge_edges
+from compiler.bdd import Diagram, Edge, Node, _Builder, merge_edges
 from compiler.dnf import ActionSet
 from compiler.spec import QueryField
 
@@ -58,11 +58,9 @@ class IncrementalBuilder(_Builder):
             self._keys[self.levels].append(self._key())
         return idx
 
-    def _residual(self, level: int, cube: dict, items: tuple[int, ...]) -> tuple[int, ...]:
-        if level == self.levels:
-            return items
+    def _intern(self, level: int, cons, nxt: tuple[int, ...]) -> tuple[int, ...]:
         n = len(self._res_cons[level])
-        out = super()._residual(level, cube, items)
+        out = super()._intern(level, cons, nxt)
         if len(self._res_cons[level]) > n:
             self._keys[level].append(self._key())
         return out

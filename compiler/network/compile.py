@@ -145,10 +145,13 @@ def switch_rules(sr: SwitchRules, options: CompileOptions) -> tuple[ast.RuleSet,
     ``delivery="groups"`` is the first compiler's layout, one lane, with MR's catch-all as the leaf
     table's default action (:func:`compiler.network.routing.send_misses_up`); any other delivery
     compiles MR's catch-all as a rule (:func:`compiler.network.routing.with_up_rule`), which every
-    layout, lanes and bitmaps included, carries as it carries any rule.
+    layout, lanes and bitmaps included, carries as it carries any rule. Unless told otherwise, the
+    lanes are chosen among lanes by port, one lane and lanes by hub (``lane_partition="auto"``).
     """
     if options.delivery == "groups":
         return sr.rules, dataclasses.replace(options, lanes=None)
+    if options.lane_partition is None:  # a routed switch: few ports that thousands of rules share
+        options = dataclasses.replace(options, lane_partition="auto")
     return (with_up_rule(sr.rules) if sr.miss_up else sr.rules), options
 
 
@@ -374,6 +377,9 @@ def network_stats(topology: Topology, results: list[Mapping[str, Any]], **extra:
         s = r["switch"]
         row = {k: r[k] for k in ("layer", "rules", "total_entries", "table_bits", "multicast_groups", "states",
                                  "compile_seconds", "delivery", "lanes", "exact", "fits", "budget_misses", "tables")}
+        for k in ("lane_partition", "lane_ports"):  # bitmap layouts: how the rules were split into lanes
+            if k in r:
+                row[k] = r[k]
         own = "compiled_as" not in r
         if not own:
             row["compiled_as"] = r["compiled_as"]
@@ -403,7 +409,8 @@ def network_stats(topology: Topology, results: list[Mapping[str, Any]], **extra:
         "compile_seconds": round(sum(r["compile_seconds"] for r in switches.values() if "compiled_as" not in r), 4),
         "all_fit": all(r["fits"] for r in switches.values()),
         "all_exact": all(r["exact"] for r in switches.values()),
-        "largest": max(({"switch": s, "entries": r["total_entries"], "lanes": r["lanes"], "delivery": r["delivery"]}
+        "largest": max(({"switch": s, "entries": r["total_entries"], "lanes": r["lanes"], "delivery": r["delivery"],
+                         "lane_partition": r.get("lane_partition")}
                         for s, r in switches.items()), key=lambda x: x["entries"], default=None),
     }
     extra = {k: (alpha_json(v) if isinstance(v, Alpha) else v) for k, v in extra.items()}

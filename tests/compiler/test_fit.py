@@ -7,6 +7,7 @@ compiled tables. Rule sets are Siena-like: several attributes, one to four const
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -121,6 +122,94 @@ def test_lanes_of_different_tables_share_no_metadata():
             if k.field.startswith("meta."):
                 assert k.field == ir.lane_state(t.lane) or k.field.startswith(f"meta.p4sub_code_{ir.lane_prefix(t.lane)}")
         assert t.name.startswith(ir.lane_prefix(t.lane))
+
+
+# -- lanes split by port (compiler.lanes.port_partition) ---------------------------------------------
+
+OPS = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b, ">": lambda a, b: a > b,
+       "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b}
+
+
+def own_ports(rules: list[ast.Rule], pkt: dict[str, int]) -> frozenset[int]:
+    """What ``rules`` (conjunctions of ``field OP number``, as :func:`siena_rule` draws them) give one
+    packet, worked out here with no compiler code: the union of the ports of every rule that matches."""
+    out: set[int] = set()
+    for r in rules:
+        parts = r.filter.items if isinstance(r.filter, ast.And) else (r.filter,)
+        if all(OPS[c.op](pkt[c.attribute.name], c.value.value) for c in parts):
+            for a in r.actions:
+                out.update(a.ports)
+    return frozenset(out)
+
+
+@st.composite
+def routed_rule(draw) -> ast.Rule:
+    """A rule of a routed switch: few ports (1 to 4), often several of them, 1 to 3 constraints."""
+    names = draw(st.lists(st.sampled_from(ATTRS), min_size=1, max_size=3, unique=True))
+    parts = tuple(draw(constraint(n)) for n in names)
+    ports = tuple(sorted(draw(st.sets(st.integers(1, 4), min_size=1, max_size=3))))
+    return ast.Rule(ast.And(parts) if len(parts) > 1 else parts[0], (ast.Forward(ports),))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(routed_rule(), siena_rule()), min_size=1, max_size=14), packets,
+       st.sampled_from([None, 1, 2, 3, 4, 6]), st.sampled_from(["port", "auto"]))
+def test_lanes_split_by_port_forward_exactly_where_the_rules_say(rules, pkts, lanes, partition):
+    """Each lane of a port partition gives only its ports, for the rules that give them: the lanes
+    ORed give a packet exactly the union of its matching rules' ports (an oracle of this test's own,
+    the model running the tables, and the BDD proof agree)."""
+    options = CompileOptions(delivery="bitmap", lanes=lanes, lane_partition=partition)
+    compiled = compile_rules(SPEC, ast.RuleSet(tuple(rules)), options)
+    if lanes is not None:
+        assert compiled.pipeline.lanes <= lanes
+    if partition == "port" and compiled.pipeline.lanes > 1:
+        assert compiled.stats["lane_partition"] == "port"
+        grouped = [p for g in compiled.stats["lane_ports"] for p in g]
+        assert len(grouped) == len(set(grouped))  # each port in one lane
+        assert set(grouped) <= {p for r in rules for a in r.actions for p in a.ports}
+    for pkt, got in zip(pkts, model_sets(compiled.pipeline, pkts)):
+        assert got == own_ports(rules, pkt)
+        assert got == compiled.evaluate(pkt).ports
+    assert verify(compiled.pipeline, compiled.typed).equivalent
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(routed_rule(), min_size=1, max_size=14), st.integers(1, 5))
+def test_a_port_partition_puts_each_rule_in_the_lane_of_each_port_it_gives_and_nowhere_else(rules, n):
+    from compiler import bdd
+    from compiler.lanes import lane_cubes, port_partition
+    from compiler.rules.typecheck import check_rules
+
+    typed = check_rules(ast.RuleSet(tuple(rules)), SPEC)
+    cubes_of = [bdd.rule_cubes(typed, 4096, (i,)) for i in range(len(rules))]
+    lanes, groups = port_partition(cubes_of, n)
+    assert 1 <= len(lanes) == len(groups) <= n
+    # The ports a rule can give (an unsatisfiable rule has no cube, and gives none).
+    gives = [{p for _, actions in cubes for _, p in actions} for cubes in cubes_of]
+    ports = sorted(p for g in groups for p in g)
+    assert ports == sorted(set().union(*gives))  # each port in one group
+    for i in range(len(rules)):
+        holders = {k for k, lane in enumerate(lanes) if i in lane}
+        assert holders == ({k for k, g in enumerate(groups) if gives[i] & set(g)} or {0})  # none: lane 0
+    for lane, group in zip(lanes, groups):
+        for _, actions in lane_cubes(cubes_of, lane, group):
+            assert actions and all(kind == "port" and p in group for kind, p in actions)
+
+
+def test_a_routed_core_like_switch_compiles_in_few_port_lanes():
+    """Many rules that give the same few ports make each other redundant in a lane of those ports:
+    every packet gets every port here (each port has ``a0 != 1`` and ``a0 != 2``), which the port
+    lanes find at their root; in lanes by hub the rules of other lanes cannot help."""
+    rules = [ast.Rule(ast.Comparison(ast.Field("s.a0"), "!=", ast.Number(v)), (ast.Forward((p,)),))
+             for p in range(1, 5) for v in (1, 2)]
+    rules += [ast.Rule(ast.And((ast.Comparison(ast.Field(a), "<", ast.Number(v)),
+                                ast.Comparison(ast.Field(b), ">", ast.Number(255 - v)))), (ast.Forward((v % 4 + 1,)),))
+              for v in range(10, 250, 3) for a, b in itertools.pairwise(ATTRS)]
+    compiled = compile_rules(SPEC, ast.RuleSet(tuple(rules)), CompileOptions(delivery="bitmap"))
+    assert compiled.stats["total_entries"] <= 4
+    assert compiled.lanes.size <= 4
+    assert compiled.evaluate({a: 1 for a in ATTRS}).ports == frozenset({1, 2, 3, 4})
+    assert verify(compiled.pipeline, compiled.typed).equivalent
 
 
 def test_hub_spread_puts_each_rule_with_a_hub_it_tests():

@@ -316,17 +316,21 @@ def test_exact_routing_delivers_to_exactly_the_subscribed_hosts_along_a_tree(dat
 
 @FAST
 @given(st.data(), networks(), st.sampled_from(["mr", "tr"]), st.sampled_from(["prune", "union"]),
-       st.sampled_from([("bitmap", None), ("bitmap", 1), ("bitmap", 2), ("bitmap", 3), ("groups", None),
-                        ("auto", None)]))
+       st.sampled_from([("bitmap", None, "auto"), ("bitmap", 1, "auto"), ("bitmap", 2, "auto"),
+                        ("bitmap", 3, "auto"), ("groups", None, "auto"), ("auto", None, "auto"),
+                        ("bitmap", None, "hub"), ("bitmap", None, "port"), ("bitmap", 2, "port"),
+                        ("bitmap", 3, "port")]))
 def test_switches_in_lanes_and_bitmaps_deliver_exactly_to_the_subscribed_hosts(data, net, policy, mode, layout):
-    """Every per-switch layout (port bitmaps over 1 to 3 lanes or chosen, multicast groups, auto), MR's
-    catch-all as a rule or as a default action: each host gets exactly what the oracle says."""
+    """Every per-switch layout (port bitmaps over 1 to 3 lanes or chosen, lanes split by the
+    attributes rules test or by the ports they give, multicast groups, auto), MR's catch-all as a
+    rule or as a default action: each host gets exactly what the oracle says."""
     topo, subs, publisher = net
     batch = data.draw(traces(subs))
-    delivery, lanes = layout
+    delivery, lanes, partition = layout
     stats: dict = {}
     sim = simulate_subs(topo, subs, publisher, batch, mode, policy,
-                        options=CompileOptions(delivery=delivery, lanes=lanes), stats=stats)
+                        options=CompileOptions(delivery=delivery, lanes=lanes, lane_partition=partition),
+                        stats=stats)
     check_hosts_exact(sim, wanted_rows(subs, batch, mode, topo.hosts()), topo, mode, batch)
     check_tree_walk(sim, topo, publisher)
     assert sim.lost_copies == 0
@@ -334,6 +338,8 @@ def test_switches_in_lanes_and_bitmaps_deliver_exactly_to_the_subscribed_hosts(d
     assert all(s["exact"] and s["fits"] for s in switches)
     if delivery != "auto":
         assert {s["delivery"] for s in switches} == {delivery}
+    if partition == "port":  # every switch in more than one lane has its lanes split by port
+        assert {s.get("lane_partition") for s in switches if s["lanes"] > 1} <= {"port"}
 
 
 @FAST
