@@ -60,3 +60,32 @@ def test_compile_on_damaged_p4_14_specs_changes_nothing_when_it_fails(workdir, t
     code, _ = run_cli("compile", str(spec), str(rules), "-o", str(out))
     if code != 0:
         assert snapshot(out) == before
+
+
+@st.composite
+def _macro_spec(draw) -> str:
+    """A P4_14 spec whose #defines refer to one another: chains, fans, cycles, self-references, used
+    where a width, a select value or a declaration stands (issue 27: a doubling chain hung check)."""
+    n = draw(st.integers(1, 45))
+    lines = ["// -*- P4_14 -*-"]
+    for i in range(n):
+        body = draw(st.lists(st.one_of(st.sampled_from(["x", "8", "0x800", "(", ")", ";", "header"]),
+                                       st.integers(0, n - 1).map(lambda j: f"M{j}")), max_size=4))
+        lines.append(f"#define M{i} " + " ".join(body))
+    use = f"M{draw(st.integers(0, n - 1))}"
+    lines.append(draw(st.sampled_from([
+        "header_type h_t { fields { a : USE; } }\nheader h_t h;\nparser start { extract(h); return ingress; }",
+        "header_type h_t { fields { a : 16; } }\nheader h_t h;\n"
+        "parser start { extract(h); return select(latest.a) { USE : ingress; default : ingress; } }",
+        "USE",
+    ])).replace("USE", use))
+    lines.append("@pragma query_field(h.a, 16)")
+    return "\n".join(lines) + "\n"
+
+
+@SETTINGS
+@given(text=_macro_spec())
+def test_check_on_macro_expansion(workdir, text):
+    spec = workdir / "macro.p4"
+    spec.write_text(text)
+    run_cli("check", str(spec), str(workdir / "r.sub"))
