@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.fuzz.helpers import SETTINGS, output_dir, run_cli, snapshot
-from tests.fuzz.mutations import mutated_text
+from tests.fuzz.mutations import looping_parser, mutated_text
 
 REPO = Path(__file__).resolve().parents[2]
 ITCH = (REPO / "apps/itch/itch.p4").read_text()
@@ -89,3 +89,15 @@ def test_check_on_macro_expansion(workdir, text):
     spec = workdir / "macro.p4"
     spec.write_text(text)
     run_cli("check", str(spec), str(workdir / "r.sub"))
+
+
+@SETTINGS
+@given(text=looping_parser())
+def test_gen_spec_on_looping_parse_graphs(workdir, text):
+    spec = workdir / "loop.p4"
+    spec.write_text(text)
+    out = output_dir(workdir)
+    before = snapshot(out)
+    code, _ = run_cli("gen", "--spec", str(spec), "--packets", "2000", "-q", "-o", str(out / "keep.txt"))
+    if code != 0:
+        assert snapshot(out) == before
