@@ -13,6 +13,13 @@ spec's parse graph from the start state to ``accept``:
 * ``advance`` appends random bits; when its amount is computed from fields, those fields are
   redrawn small until the amount fits a frame.
 
+Parse graphs may loop (a state that extracts and goes back to itself, states in a cycle). Every
+walk ends: a spec whose start state has no path to ``accept`` is refused before any walk, at the
+start state's line; after :data:`STEER_AFTER` states a walk takes only the cases nearest to
+``accept``; a walk is abandoned at :data:`MAX_STATES` states, at :data:`MAX_PACKET_BYTES` bytes, or
+when it enters a state again without having consumed a bit (the parser would stop there with
+``parser_loop``).
+
 Every packet is then parsed with :class:`runtime.parse_graph.ParseGraph` and kept only if the
 parser takes exactly the walk's path to ``accept`` (a walk that a later constraint broke, or that
 overflowed a stack, is drawn again), so the headers are valid per the parse graph by construction.
@@ -31,7 +38,9 @@ from compiler.spec import expr as ex
 from runtime.parse_graph import ACCEPT, REJECT, ParseGraph
 
 MAX_STATES = 256  # a walk longer than this is abandoned (a loop the dice keep taking)
+STEER_AFTER = 16  # past this many states a walk takes the cases nearest to accept: loops end
 MAX_ADVANCE_BITS = 1400 * 8
+MAX_PACKET_BYTES = 9216  # a jumbo frame: a walk whose headers grow past it is abandoned
 TRIES = 200
 _WORDS = string.ascii_uppercase
 
@@ -54,6 +63,7 @@ class _Walk:
     pending: list[tuple[int, int, int, int]] = field(default_factory=list)  # (bit, width, value, mask)
     bits: int = 0
     path: list[str] = field(default_factory=list)
+    live: list[tuple[int, int, int, int]] = field(default_factory=list)  # pending entries not yet passed
 
 
 class SpecPacketGenerator:
@@ -69,6 +79,12 @@ class SpecPacketGenerator:
         self.instances = {h.name: h for h in spec.headers}
         self.query_headers = {q.header for q in spec.query_fields.values()}
         self.reaches = self._reaches()
+        self.distance = self._distance()
+        if spec.start_state not in self.distance:
+            start = spec.parser_states.get(spec.start_state)
+            raise P4subError(f"gen --spec: no path of the parser from state {spec.start_state!r} reaches accept "
+                             f"(its states loop or reject), so no packet can be generated",
+                             start.location if start is not None else None)
         self.advances = {}
         for st in spec.parser_states.values():
             for i, stmt in enumerate(st.statements):
@@ -90,6 +106,23 @@ class SpecPacketGenerator:
                         reach[n] |= extra
                         changed = True
         return reach
+
+    def _distance(self) -> dict[str, int]:
+        """Per state, the fewest transitions from it to ``accept`` (states with no path are left out)."""
+        into: dict[str, set[str]] = {}
+        for n, st in self.spec.parser_states.items():
+            for case in st.cases:
+                into.setdefault(case.next_state, set()).add(n)
+        distance, frontier = {ACCEPT: 0}, [ACCEPT]
+        while frontier:
+            nxt = []
+            for target in frontier:
+                for n in into.get(target, ()):
+                    if n not in distance:
+                        distance[n] = distance[target] + 1
+                        nxt.append(n)
+            frontier = nxt
+        return distance
 
     # -- values --------------------------------------------------------------------------------------
     def _value(self, ref: str, width: int) -> int:
@@ -115,8 +148,10 @@ class SpecPacketGenerator:
         header = _Header(name, len(elements) if elements is not None else None, tuple(layout),
                          {f: self._value(f"{name}.{f}", w) for f, _, w in layout})
         header_start = walk.bits
-        # A lookahead constraint on these bits fixes the fields it covers.
-        for at, width, value, mask in walk.pending:
+        # A lookahead constraint on these bits fixes the fields it covers; those that end before
+        # them are done with (the list would otherwise grow with every state of a looping walk).
+        walk.live = [p for p in walk.live if p[0] + p[1] > header_start]
+        for at, width, value, mask in walk.live:
             for f, foff, fw in layout:
                 lo, hi = header_start + foff, header_start + foff + fw
                 a, b = max(lo, at), min(hi, at + width)
@@ -190,6 +225,9 @@ class SpecPacketGenerator:
                   or wanted & self.reaches.get(c.next_state, set())]
         pool = useful if useful and self.rng.random() < 0.85 else cases
         pool = [c for c in pool if c.next_state != REJECT] or pool
+        if len(walk.path) > STEER_AFTER:  # a long walk heads for accept
+            nearest = min(self.distance.get(c.next_state, MAX_STATES) for c in cases)
+            pool = [c for c in cases if self.distance.get(c.next_state, MAX_STATES) == nearest]
         for _ in range(8):
             case = self.rng.choice(pool)
             if self._set_keys(walk, state, case, cases[: cases.index(case)]):
@@ -217,6 +255,7 @@ class SpecPacketGenerator:
             for key, width, value in chosen:
                 if key.startswith("lookahead:"):
                     walk.pending.append((walk.bits, width, value, (1 << width) - 1))
+                    walk.live.append(walk.pending[-1])
                 else:
                     header, fname, _ = self._field(walk, key)
                     header.values[fname] = value
@@ -227,9 +266,17 @@ class SpecPacketGenerator:
     def _walk(self) -> _Walk | None:
         walk = _Walk()
         name = self.spec.start_state
+        still: set[str] = set()  # states entered since the walk last consumed a bit
+        at = 0
         while name not in (ACCEPT, REJECT):
-            if len(walk.path) >= MAX_STATES:
+            if len(walk.path) >= MAX_STATES or walk.bits > MAX_PACKET_BYTES * 8:
                 return None
+            if walk.bits != at:
+                still.clear()
+                at = walk.bits
+            if name in still:
+                return None
+            still.add(name)
             walk.path.append(name)
             state = self.spec.parser_states[name]
             for i, stmt in enumerate(state.statements):

@@ -23,11 +23,15 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from compiler.base import InputError, P4subError, ParseError, SourceLocation, SpecError, read_text
 
 MAX_INCLUDE_DEPTH = 40
+#: Tokens one use of a macro may expand to, and all uses together beyond the tokens written: a spec's
+#: macros name values; a #define chain that doubles at each level reaches 2^40 tokens (issue 27).
+MAX_MACRO_TOKENS = 100_000
+MAX_EXPANDED_TOKENS = 1_000_000
 
 _TOKEN = re.compile(r"""
     (?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))
@@ -73,6 +77,7 @@ class Preprocessed:
     includes: list[str] = field(default_factory=list)
     constants: dict[str, int] = field(default_factory=dict)
     notes: list[tuple[SourceLocation, str]] = field(default_factory=list)
+    expanded: int = 0  # tokens macros added beyond the ones written (bounded by MAX_EXPANDED_TOKENS)
 
 
 def _positions(text: str) -> list[int]:
@@ -242,16 +247,40 @@ class Preprocessor:
                 self.result.constants[name] = value
 
     def _expand(self, tok: Tok, seen: frozenset[str]) -> list[Tok]:
-        define = self.defines.get(tok.text) if tok.kind == "name" else None
-        if define is None or tok.text in seen:
-            return [tok]
-        if define.tokens is None:
-            raise SpecError(f"P4_14: {tok.text} is a function-like macro (defined at {define.location}); p4sub's "
-                            f"preprocessor expands only #define NAME VALUE", tok.location)
-        out = []
-        for value in define.tokens:
-            out.extend(self._expand(replace(value, location=tok.location), seen | {tok.text}))
+        """``tok`` with its macros replaced, at most :data:`MAX_MACRO_TOKENS` tokens: a chain of
+        defines that doubles at each level (``#define A1 A0 A0``, ...) would otherwise grow as 2^N."""
+        out: list[Tok] = []
+        self._expand_into(tok, seen, out, tok)
+        self.result.expanded += len(out) - 1
+        if self.result.expanded > MAX_EXPANDED_TOKENS:
+            raise SpecError(f"P4_14: macros expand to more than {MAX_EXPANDED_TOKENS:,} tokens in all (the last was "
+                            f"{tok.text}); p4sub's preprocessor stops there", tok.location)
         return out
+
+    def _expand_into(self, tok: Tok, seen: frozenset[str], out: list[Tok], use: Tok) -> None:
+        """Depth first with a stack of its own: a chain of 20,000 one-token defines is deep, not large."""
+        active = set(seen)  # the macros being expanded (one is not expanded inside itself, as cpp does)
+        stack: list[tuple[Iterator[Tok], str | None]] = [(iter((tok,)), None)]
+        while stack:
+            tokens, name = stack[-1]
+            tok = next(tokens, None)
+            if tok is None:
+                stack.pop()
+                active.discard(name)
+                continue
+            define = self.defines.get(tok.text) if tok.kind == "name" else None
+            if define is None or tok.text in active:
+                if len(out) >= MAX_MACRO_TOKENS:
+                    raise SpecError(f"P4_14: macro {use.text} expands to more than {MAX_MACRO_TOKENS:,} tokens "
+                                    f"(defined at {self.defines[use.text].location}; does each level of a #define "
+                                    f"chain repeat the one below?); p4sub's preprocessor stops there", use.location)
+                out.append(tok)
+                continue
+            if define.tokens is None:
+                raise SpecError(f"P4_14: {tok.text} is a function-like macro (defined at {define.location}); "
+                                f"p4sub's preprocessor expands only #define NAME VALUE", tok.location)
+            active.add(tok.text)
+            stack.append((iter([replace(v, location=use.location) for v in define.tokens]), tok.text))
 
 
 def number_value(tok: Tok) -> int | None:

@@ -121,3 +121,38 @@ def mutated_json(draw, base: Any, paths: list[tuple], max_edits: int = 2) -> Any
         elif op == "number" and type(parent[last]) is int:
             parent[last] = draw(st.sampled_from([parent[last] + 1, parent[last] - 1, 0, -1, 2**32, 2**70]))
     return data
+
+
+LOOP_HEAD = """
+header a_t { bit<8> x; bit<8> y; }
+header b_t { bit<16> z; }
+@query_field(a.y)
+struct headers { a_t a; b_t b; a_t[4] s; }
+parser P(packet_in packet, out headers hdr) {
+"""
+
+
+@st.composite
+def looping_parser(draw) -> str:
+    """A P4_16 parser of 1-4 states with self-loops, cycles, stacks, lookahead and computed advances
+    (issue 27: a parser whose states loop made ``gen --spec`` run forever)."""
+    n = draw(st.integers(1, 4))
+    names = ["start"] + [f"s{i}" for i in range(1, n)]
+    targets = names + ["accept", "reject"]
+    states = []
+    for name in names:
+        body = draw(st.lists(st.sampled_from(["packet.extract(hdr.a);", "packet.extract(hdr.b);",
+                                              "packet.extract(hdr.s.next);", "packet.advance(0);",
+                                              "packet.advance(8);", "packet.advance((bit<32>)hdr.b.z * 8);"]),
+                             max_size=2))
+        if draw(st.booleans()):
+            transition = f"transition {draw(st.sampled_from(targets))};"
+        else:
+            key = draw(st.sampled_from(["hdr.a.x", "packet.lookahead<bit<8>>()", "hdr.s.last.x", "hdr.b.z"]))
+            cases = [f"{draw(st.integers(0, 3))}: {draw(st.sampled_from(targets))};"
+                     for _ in range(draw(st.integers(1, 4)))]
+            if draw(st.booleans()):
+                cases.append(f"default: {draw(st.sampled_from(targets))};")
+            transition = f"transition select({key}) {{ {' '.join(cases)} }}"
+        states.append(f"    state {name} {{ {' '.join(body)} {transition} }}")
+    return LOOP_HEAD + "\n".join(states) + "\n}\n"

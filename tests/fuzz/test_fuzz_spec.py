@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.fuzz.helpers import SETTINGS, output_dir, run_cli, snapshot
-from tests.fuzz.mutations import mutated_text
+from tests.fuzz.mutations import looping_parser, mutated_text
 
 REPO = Path(__file__).resolve().parents[2]
 ITCH = (REPO / "apps/itch/itch.p4").read_text()
@@ -58,5 +58,46 @@ def test_compile_on_damaged_p4_14_specs_changes_nothing_when_it_fails(workdir, t
     out = output_dir(workdir)
     before = snapshot(out)
     code, _ = run_cli("compile", str(spec), str(rules), "-o", str(out))
+    if code != 0:
+        assert snapshot(out) == before
+
+
+@st.composite
+def _macro_spec(draw) -> str:
+    """A P4_14 spec whose #defines refer to one another: chains, fans, cycles, self-references, used
+    where a width, a select value or a declaration stands (issue 27: a doubling chain hung check)."""
+    n = draw(st.integers(1, 45))
+    lines = ["// -*- P4_14 -*-"]
+    for i in range(n):
+        body = draw(st.lists(st.one_of(st.sampled_from(["x", "8", "0x800", "(", ")", ";", "header"]),
+                                       st.integers(0, n - 1).map(lambda j: f"M{j}")), max_size=4))
+        lines.append(f"#define M{i} " + " ".join(body))
+    use = f"M{draw(st.integers(0, n - 1))}"
+    lines.append(draw(st.sampled_from([
+        "header_type h_t { fields { a : USE; } }\nheader h_t h;\nparser start { extract(h); return ingress; }",
+        "header_type h_t { fields { a : 16; } }\nheader h_t h;\n"
+        "parser start { extract(h); return select(latest.a) { USE : ingress; default : ingress; } }",
+        "USE",
+    ])).replace("USE", use))
+    lines.append("@pragma query_field(h.a, 16)")
+    return "\n".join(lines) + "\n"
+
+
+@SETTINGS
+@given(text=_macro_spec())
+def test_check_on_macro_expansion(workdir, text):
+    spec = workdir / "macro.p4"
+    spec.write_text(text)
+    run_cli("check", str(spec), str(workdir / "r.sub"))
+
+
+@SETTINGS
+@given(text=looping_parser())
+def test_gen_spec_on_looping_parse_graphs(workdir, text):
+    spec = workdir / "loop.p4"
+    spec.write_text(text)
+    out = output_dir(workdir)
+    before = snapshot(out)
+    code, _ = run_cli("gen", "--spec", str(spec), "--packets", "2000", "-q", "-o", str(out / "keep.txt"))
     if code != 0:
         assert snapshot(out) == before

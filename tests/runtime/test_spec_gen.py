@@ -17,6 +17,7 @@ from compiler.spec.reader import parse_spec, read_spec
 from p4sub import main
 from runtime.parse_graph import ParseGraph
 from runtime.spec_gen import SpecPacketGenerator
+from tests.fuzz.mutations import LOOP_HEAD
 from tests.runtime.test_parse_graph import SMALL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,4 +106,62 @@ parser P(packet_in pkt, out headers hdr) {
 }
 """)
     assert main(["gen", "--spec", str(spec), "--packets", "3", "-o", str(tmp_path / "x.pcap")]) == 2
-    assert "no packet reached accept" in capsys.readouterr().err and not (tmp_path / "x.pcap").exists()
+    err = capsys.readouterr().err
+    assert "dead.p4:6:11: gen --spec: no path of the parser from state 'start' reaches accept" in err
+    assert not (tmp_path / "x.pcap").exists()
+
+
+# -- parse graphs that loop (issue 27) ----------------------------------------------------------------
+
+
+
+@pytest.mark.parametrize("states, line", [
+    ("    state start { packet.extract(hdr.a); transition start; }\n", 7),
+    ("    state start { transition s1; }\n    state s1 { packet.extract(hdr.a); transition s2; }\n"
+     "    state s2 { packet.extract(hdr.b); transition s1; }\n", 7),
+    ("    state start { transition start; }\n", 7),
+    ("    state start { packet.extract(hdr.s.next); transition select(hdr.s.last.x) { 1: start; default: reject; } }\n",
+     7),
+])
+def test_a_parser_that_only_loops_is_refused_at_its_start_state_at_once(tmp_path, capsys, states, line):
+    import time
+    spec = tmp_path / "loop.p4"
+    spec.write_text(LOOP_HEAD + states + "}\n")
+    out = tmp_path / "x.pcap"
+    out.write_bytes(b"old")
+    started = time.monotonic()
+    assert main(["gen", "--spec", str(spec), "--packets", "10000", "-o", str(out)]) == 2
+    assert time.monotonic() - started < 5
+    assert f"loop.p4:{line}:" in capsys.readouterr().err and out.read_bytes() == b"old"
+
+
+def test_every_walk_of_a_looping_parse_graph_ends_with_accepted_packets_or_an_error():
+    """Random parse graphs with self-loops and cycles: 300 packets, or an error, in seconds; every
+    packet the reference parser accepts, and none longer than a jumbo frame."""
+    import time
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from compiler.base import P4subError
+    from runtime.spec_gen import MAX_PACKET_BYTES
+    from tests.fuzz.mutations import looping_parser
+
+    @settings(max_examples=60, deadline=None, derandomize=True, database=None)
+    @given(st.data())
+    def check(data):
+        try:
+            spec = parse_spec(data.draw(looping_parser()), "g.p4")
+        except P4subError:
+            return
+        started = time.monotonic()
+        try:
+            packets = list(SpecPacketGenerator(spec, seed=1).packets(300))
+        except P4subError as exc:
+            assert str(exc).strip()
+            packets = []
+        assert time.monotonic() - started < 5
+        graph = ParseGraph(spec)
+        assert all(graph.parse(p).ok and len(p) <= MAX_PACKET_BYTES + 1 for p in packets)
+
+    check()

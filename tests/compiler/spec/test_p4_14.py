@@ -481,3 +481,48 @@ def test_mutated_p4_14_spec_reads_or_raises_p4sub_errors(data):
         parse_spec(text, "old.p4")
     except P4subError as exc:
         assert exc.location is not None or isinstance(exc, ErrorList)
+
+
+# -- macro expansion is bounded (issue 27) -----------------------------------------------------------
+
+_HEADER = "header_type h_t { fields { a : 8; } }\nheader h_t h;\nparser start { extract(h); return ingress; }\n"
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(18, 60), st.integers(2, 4))
+def test_a_define_chain_that_multiplies_at_each_level_stops_with_its_use_located(levels, fan):
+    """``#define A1 A0 A0`` ... grows as fan^levels; it is refused at the use, naming the definition,
+    in time bounded by the limit rather than by the expansion."""
+    import time
+
+    from compiler.spec.p4_14_lex import MAX_MACRO_TOKENS
+    defines = ["#define A0 x"] + [f"#define A{i} " + " ".join([f"A{i - 1}"] * fan) for i in range(1, levels + 1)]
+    if fan ** levels <= MAX_MACRO_TOKENS:
+        return
+    started = time.monotonic()
+    err = error_of("\n".join(defines) + "\n" + _HEADER + f"A{levels}\n", SpecError)
+    assert time.monotonic() - started < 10
+    assert err.location.line == levels + 6  # the use: after the mode line, the defines and the header
+    assert f"macro A{levels} expands to more than" in str(err) and f"t.p4:{levels + 2}:1" in str(err)
+
+
+def test_many_uses_of_a_large_macro_stop_at_the_total_bound():
+    from compiler.spec.p4_14_lex import MAX_EXPANDED_TOKENS
+    big = " ".join(["x"] * 50_000)
+    err = error_of(f"#define B {big}\n" + "B\n" * (MAX_EXPANDED_TOKENS // 50_000 + 2), SpecError)
+    assert "macros expand to more than" in str(err) and "the last was B" in str(err)
+
+
+def test_a_deep_chain_of_one_token_defines_expands_without_recursion():
+    """20,000 levels of ``#define A_i A_(i-1)`` are deep, not large: the value comes through."""
+    defines = "\n".join(["#define A0 8"] + [f"#define A{i} A{i - 1}" for i in range(1, 20_001)])
+    spec = p4_14(defines + "\nheader_type h_t { fields { a : A20000; } }\nheader h_t h;\n"
+                 "parser start { extract(h); return ingress; }\n")
+    assert spec.header_types["h_t"].width == 8
+
+
+def test_self_and_mutually_referring_macros_expand_once_as_cpp_does():
+    spec = p4_14("#define W W\n#define X Y\n#define Y X\n#define EIGHT 8\n"
+                 "header_type h_t { fields { a : EIGHT; } }\nheader h_t h;\nparser start { extract(h); return ingress; }\n")
+    assert spec.header_types["h_t"].width == 8
+    assert "t.p4:3:1: P4_14: 'W' does not start a declaration" in str(error_of("#define W W\nW\n"))
