@@ -97,9 +97,19 @@ def build(pipeline: ir.Pipeline, options: TofinoOptions = TofinoOptions()) -> Re
     """Render and check everything in memory (raises a P4subError when it cannot be done).
 
     ``options.fold_misses``: ``auto`` folds miss tables into their field tables
-    (:mod:`backends.tofino.fold`) only when the pipeline does not fit as it is.
+    (:mod:`backends.tofino.fold`) when the pipeline does not fit as it is, and always when several
+    messages per packet are evaluated side by side: each ``if (!t.apply().hit)`` is a branch that
+    bf-p4c places its table after, which chains the slots' copies one after the other.
     """
-    if options.fold_misses == "always":
+    union = not pipeline.spec.pragma_only and _batch.choose_mode(message_layout(pipeline), options.batch) == "union"
+    if options.fold_misses == "auto" and union:
+        # Every miss folded (a wide exact key becomes ternary: TCAM for stages); failing that, the
+        # usual fold.
+        try:
+            return _build(fold_miss_tables(pipeline, max_exact_width=None), options, folded=True)
+        except ResourceError:
+            pass
+    if options.fold_misses == "always" or options.fold_misses == "auto" and union:
         return _build(fold_miss_tables(pipeline), options, folded=True)
     try:
         return _build(pipeline, options, folded=False)

@@ -10,13 +10,22 @@ the memory that of one message times the number of slots (the resource estimate 
 
 What a packet then does (the "union" of BMv2, spelled for TNA):
 
-* ingress: slot ``i``'s leaf copy sets ``meta.p4sub_hit_m<i>`` when the message goes anywhere; a
-  packet with at least one hit is multicast to the *union group* (every port any leaf forwards to,
-  fixed id 0xFFFF like BMv2's), any other packet is dropped. The slots' leaf states travel to the
-  egress in a bridged header (``p4sub_bridge``), which the egress parser removes again;
-* egress: slot ``i``'s keep table, keyed on (egress port, slot i's leaf state), sets
-  ``meta.p4sub_keep_m<i>`` when that port subscribed to message ``i``; a copy with no kept message is
-  dropped. Each subscribed port gets the whole packet.
+* ingress: every slot's tables run whether its message is there or not: no condition guards a
+  slot, since bf-p4c places a condition's tables after it (twelve guarded slots ran one after the
+  other, 20 stages and more). A packet the tables can test is multicast to the *union group*
+  (every port any leaf forwards to, fixed id 0xFFFF like BMv2's). The slots' leaf states and
+  validity bits (``meta.p4sub_valid_m<i>``, set by the parser state that extracts element ``i``:
+  free, where a copy of ``isValid()`` in an action crashed bf-p4c) travel to the egress in a bridged
+  header (``p4sub_bridge``), which the egress parser removes again;
+* egress: slot ``i``'s keep table, keyed on (egress port, slot i's leaf state, slot i's validity),
+  sets ``meta.p4sub_keep_m<i>`` when that port subscribed to message ``i``; a copy with no kept
+  message is dropped. Each subscribed port gets the whole packet.
+
+The ingress does not test whether any message goes anywhere: a per-slot hit flag written by twelve
+leaf tables needs a PHV container each (flags sharing one cannot be written in one stage), and
+ITCH's twelve messages leave no room for them (bf-p4c: "PHV allocation was not successful"). So a
+packet none of whose messages is subscribed is still replicated to the subscribed ports and dropped
+in each egress: no port gets it, but the traffic manager copies it.
 
 Not done: removing, per port, the messages it did not subscribe to (BMv2's ``prune``). The egress
 would have to parse the messages to remove them, and Tofino 1's egress parser reaches at most 160
@@ -50,13 +59,14 @@ class Batched:
     ingress_control: tuple[tuple[int | None, str], ...]
     egress_control: tuple[str, ...] = ()
     bridged: tuple[ir.Metadata, ...] = ()
-    hit_fields: tuple[str, ...] = ()
     keep_fields: tuple[str, ...] = ()
     union_group: ir.MulticastGroup | None = None
     groups: tuple[ir.MulticastGroup, ...] = field(default_factory=tuple)
     # Port-bitmap delivery: the egress-only metadata (the copy's port bit) and the bitmap fields.
     egress_meta: tuple[ir.Metadata, ...] = ()
     bitmap: ir.Delivery | None = None
+    # Union: slot i's validity, set to 1 by the ingress parser where it extracts element i.
+    valid_fields: tuple[str, ...] = ()
 
 
 def choose_mode(layout: MessageLayout, requested: str) -> str:
@@ -143,11 +153,14 @@ def replicate(pipeline: ir.Pipeline, layout: MessageLayout) -> Batched:
     slot_of: dict[str, int | None] = {}
     gress_of: dict[str, str] = {}
     control: list[tuple[int | None, str]] = []
-    hit_fields, keep_fields = [], []
+    valid_fields, keep_fields = [], []
     state_width = next(m.width for m in pipeline.metadata if m.name == ir.STATE)
     by_table: dict[str, list[ir.Entry]] = {}
     for e in pipeline.entries:
         by_table.setdefault(e.table, []).append(e)
+    # Slot i's element may be absent: its tables run anyway (below), the egress asks.
+    leaf_rows = _leaf_ports(pipeline, by_table.get(leaf_table.name, []))
+    rows = [(port, state) for state, ports in leaf_rows for port in sorted(ports)]
 
     for i in range(depth):
         metadata += [ir.Metadata(slot_name(m.name, i), m.width) for m in pipeline.metadata]
@@ -167,41 +180,33 @@ def replicate(pipeline: ir.Pipeline, layout: MessageLayout) -> Batched:
             slot_of[name], gress_of[name] = i, "ingress"
             entries += [replace(e, table=name, action=rename_action(e.action, i)) for e in by_table.get(t.name, [])]
         control += [(i, slot_name(n, i)) for n in pipeline.control if n != leaf_table.name]
-        # Slot i's leaf: did message i go anywhere?
-        hit = f"meta.p4sub_hit_m{i}"
-        hit_fields.append(hit)
-        metadata.append(ir.Metadata(hit, 1))
-        hit_action = ir.Action(f"p4sub_hit_m{i}", (ir.Param("hit", 1),), (ir.Primitive("set_meta", (hit, "hit")),))
-        actions.append(hit_action)
-        state_key = ir.Key(slot_name(ir.STATE, i), state_width, "exact")
-        hit_table = ir.Table(f"leaf_hit_m{i}", (state_key,), (hit_action.name, "NoAction"), "NoAction",
-                             size=leaf_table.size, role="leaf")
-        tables.append(hit_table)
-        slot_of[hit_table.name], gress_of[hit_table.name] = i, "ingress"
-        control.append((i, hit_table.name))
-        leaf_rows = _leaf_ports(pipeline, by_table.get(leaf_table.name, []))
-        entries += [ir.Entry(hit_table.name, (ir.Exact(state),), hit_action.name, (1,)) for state, ports in leaf_rows if ports]
-        # Slot i's egress keep table: did the copy's port subscribe to message i?
+        # Slot i's egress keep table: did the copy's port subscribe to message i? Keyed on the slot's
+        # validity too: an absent message's state means nothing.
+        valid = f"meta.p4sub_valid_m{i}"
+        valid_fields.append(valid)
+        metadata.append(ir.Metadata(valid, 1))
         keep = f"meta.p4sub_keep_m{i}"
         keep_fields.append(keep)
         keep_action = ir.Action(f"p4sub_keep_m{i}", (ir.Param("keep", 1),), (ir.Primitive("set_meta", (keep, "keep")),))
         actions.append(keep_action)
-        rows = [(port, state) for state, ports in leaf_rows for port in sorted(ports)]
-        keep_table = ir.Table(f"keep_m{i}", (ir.Key(EGRESS_PORT_KEY, 9, "exact"), state_key),
+        state_key = ir.Key(slot_name(ir.STATE, i), state_width, "exact")
+        keep_table = ir.Table(f"keep_m{i}", (ir.Key(EGRESS_PORT_KEY, 9, "exact"), state_key, ir.Key(valid, 1, "exact")),
                               (keep_action.name, "NoAction"), "NoAction", size=max(64, -(-len(rows) * 5 // 4)),
                               role="keep")
         tables.append(keep_table)
         slot_of[keep_table.name], gress_of[keep_table.name] = i, "egress"
-        entries += [ir.Entry(keep_table.name, (ir.Exact(p), ir.Exact(s)), keep_action.name, (1,)) for p, s in rows]
-    all_ports = sorted({p for _, ports in _leaf_ports(pipeline, by_table.get(leaf_table.name, [])) for p in ports})
+        entries += [ir.Entry(keep_table.name, (ir.Exact(p), ir.Exact(s), ir.Exact(1)), keep_action.name, (1,))
+                    for p, s in rows]
+    all_ports = sorted({p for _, ports in leaf_rows for p in ports})
     union = ir.MulticastGroup(UNION_GROUP, tuple(all_ports))
     keep_meta = tuple(ir.Metadata(k, 1) for k in keep_fields)
     bridged = tuple(ir.Metadata(slot_name(ir.STATE, i), state_width) for i in range(depth))
+    bridged += tuple(ir.Metadata(v, 1) for v in valid_fields)
     rewritten = replace(pipeline, metadata=tuple(metadata) + keep_meta, actions=tuple(actions), tables=tuple(tables),
                         control=tuple(n for _, n in control), entries=tuple(entries), multicast_groups=(union,))
     return Batched(rewritten, "union", slot_of, gress_of, tuple(control),
-                   tuple(f"keep_m{i}" for i in range(depth)), bridged, tuple(hit_fields), tuple(keep_fields),
-                   union, (union,))
+                   tuple(f"keep_m{i}" for i in range(depth)), bridged, tuple(keep_fields), union, (union,),
+                   valid_fields=tuple(valid_fields))
 
 
 def _leaf_ports(pipeline: ir.Pipeline, entries: list[ir.Entry]) -> list[tuple[int, tuple[int, ...]]]:

@@ -21,8 +21,9 @@ WILDCARD_PRIORITY = 0  # below every field entry: the IR gives range and ternary
 MAX_EXACT_WIDTH = 16   # wider exact keys stay exact: a ternary copy would cost TCAM for every entry
 
 
-def fold_miss_tables(pipeline: ir.Pipeline, max_exact_width: int = MAX_EXACT_WIDTH) -> ir.Pipeline:
-    """The pipeline with every foldable ``on_miss`` table merged into the table that applies it."""
+def fold_miss_tables(pipeline: ir.Pipeline, max_exact_width: int | None = MAX_EXACT_WIDTH) -> ir.Pipeline:
+    """The pipeline with every foldable ``on_miss`` table merged into the table that applies it
+    (exact keys up to ``max_exact_width`` bits become ternary; ``None``: any width)."""
     tables = {t.name: t for t in pipeline.tables}
     by_table: dict[str, list[ir.Entry]] = {}
     for e in pipeline.entries:
@@ -55,11 +56,11 @@ def fold_miss_tables(pipeline: ir.Pipeline, max_exact_width: int = MAX_EXACT_WID
                                control=tuple(c for c in pipeline.control if c not in removed))
 
 
-def _foldable(t: ir.Table, miss: ir.Table, max_exact_width: int) -> bool:
+def _foldable(t: ir.Table, miss: ir.Table, max_exact_width: int | None) -> bool:
     """A (state, field...) table whose field keys can hold a wildcard, and a state-only miss table."""
     if len(t.keys) < 2 or len(miss.keys) != 1 or miss.keys[0] != t.keys[0] or t.keys[0].match_kind != "exact":
         return False
-    return all(k.match_kind in ("ternary", "range", "lpm") or (k.match_kind == "exact" and k.width <= max_exact_width)
+    return all(k.match_kind in ("ternary", "range", "lpm") or (k.match_kind == "exact" and (max_exact_width is None or k.width <= max_exact_width))
                for k in t.keys[1:])
 
 

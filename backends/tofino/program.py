@@ -11,6 +11,7 @@ entry writer reads, so the two cannot disagree.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -102,6 +103,23 @@ def _padded(members: list[Member]) -> list[Member]:
     # @padding: bits bf-p4c may overwrite, so a field sharing their byte can be written whole
     # (an OR into the bridged port bitmap otherwise "violates action constraints").
     return members + ([Member(bits(pad), "_pad", "@padding")] if pad else [])
+
+
+def _mark_extracts(states: list[str], stack: str, valid_fields: tuple[str, ...], target: str) -> list[str]:
+    """The parser states with ``meta.<slot i's valid field> = 1`` after each extract of element ``i``."""
+    extract = re.compile(rf"^(\s*)pkt\.extract\(hdr\.{re.escape(stack)}\[(\d+)\]\);$", re.M)
+    marked, seen = [], set()
+
+    def mark(m: re.Match) -> str:
+        i = int(m.group(2))
+        seen.add(i)
+        return f"{m.group(0)}\n{m.group(1)}meta.{meta_member(valid_fields[i])} = 1w1;"
+    for state in states:
+        marked.append(extract.sub(mark, state))
+    if not seen:
+        unsupported(target, f"several messages per packet where the parser does not extract {stack}'s elements "
+                            "at fixed indices (a .next whose element depends on the path)")
+    return marked
 
 
 def _header_decl(name: str, members: list[Member]) -> str:
@@ -225,8 +243,7 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     for slot, name in batched.ingress_control:
         slots.setdefault(slot, []).append(name)
     if union:
-        slot_blocks = [{"valid": f"hdr.{message_stack}[{i}].isValid()", "lines": _apply_lines(pipeline, slots[i])}
-                       for i in range(depth)]
+        slot_blocks = [_apply_lines(pipeline, slots[i]) for i in range(depth)]
     else:
         names = [n for _, n in batched.ingress_control]
         slot_blocks = []
@@ -239,6 +256,9 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
         else:
             pass_lines = [_apply_lines(pipeline, names)]
 
+    states = [s for s in parser_states(spec, packet="pkt") if not s.startswith("state start {")]
+    if union:
+        states = _mark_extracts(states, message_stack, batched.valid_fields, target.name)
     context = dict(
         name=pipeline.name, spec_path=pipeline.spec.path, target=target, mode=batched.mode, depth=depth,
         stack=message_stack, stopped=stopped, include=target.include,
@@ -251,7 +271,7 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
         egress_metadata_struct=struct_decl(EGRESS_METADATA, egress_meta),
         meta_init=[f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in meta_members],
         egress_meta_init=[f"meta.{m.name} = {literal(0, int(m.type[4:-1]))};" for m in egress_meta],
-        parser_states=[s for s in parser_states(spec, packet="pkt") if not s.startswith("state start {")],
+        parser_states=states,
         spec_start=SPEC_START,
         actions=[action_text[a.name] for a in pipeline.actions if a.name in ingress_actions and a.name in action_text],
         egress_actions=[action_text[a.name] for a in pipeline.actions if a.name in egress_actions
@@ -260,7 +280,6 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
         egress_table_names=[identifier(t.name) for t in egress_tables],
         valid_condition=guard_condition(pipeline),
         union=union, slot_blocks=slot_blocks,
-        hit_fields=[f"meta.{meta_member(h)}" for h in batched.hit_fields],
         keep_fields=[f"meta.{meta_member(k)}" for k in batched.keep_fields],
         bridged=[meta_member(m.name) for m in batched.bridged],
         union_group=literal(batched.union_group.id, target.group_width) if batched.union_group else "",
