@@ -96,28 +96,30 @@ def compile_options(spec: Spec, base: TableOptions = TableOptions(), target: Tar
 def build(pipeline: ir.Pipeline, options: TofinoOptions = TofinoOptions()) -> Rendered:
     """Render and check everything in memory (raises a P4subError when it cannot be done).
 
-    ``options.fold_misses``: ``auto`` folds miss tables into their field tables
-    (:mod:`backends.tofino.fold`) when the pipeline does not fit as it is, and always when several
-    messages per packet are evaluated side by side: each ``if (!t.apply().hit)`` is a branch that
-    bf-p4c places its table after, which chains the slots' copies one after the other.
+    ``options.fold_misses``: ``auto`` folds every miss table into its field table
+    (:mod:`backends.tofino.fold`; a wide exact key becomes ternary, TCAM for stages), failing that
+    only the narrow ones, failing that none. Each ``if (!t.apply().hit)`` is a branch whose table
+    bf-p4c places after it, which chains what would otherwise run side by side: the slots of a message
+    stack (ITCH's union: 20 stages and more), the lanes of a bitmap program (Siena 1k in 8 lanes: 32).
     """
-    union = not pipeline.spec.pragma_only and _batch.choose_mode(message_layout(pipeline), options.batch) == "union"
-    if options.fold_misses == "auto" and union:
-        # Every miss folded (a wide exact key becomes ternary: TCAM for stages); failing that, the
-        # usual fold.
-        try:
-            return _build(fold_miss_tables(pipeline, max_exact_width=None), options, folded=True)
-        except ResourceError:
-            pass
-    if options.fold_misses == "always" or options.fold_misses == "auto" and union:
+    if options.fold_misses == "never":
+        return _build(pipeline, options, folded=False)
+    if options.fold_misses == "always":
         return _build(fold_miss_tables(pipeline), options, folded=True)
+    refused: list[ResourceError] = []
+    for candidate in (fold_miss_tables(pipeline, max_exact_width=None), fold_miss_tables(pipeline)):
+        if candidate is pipeline:
+            break
+        try:
+            return _build(candidate, options, folded=True)
+        except ResourceError as exc:
+            refused.append(exc)
     try:
         return _build(pipeline, options, folded=False)
     except ResourceError:
-        folded = fold_miss_tables(pipeline) if options.fold_misses == "auto" else pipeline
-        if folded is pipeline:
-            raise
-        return _build(folded, options, folded=True)
+        if refused:  # the narrow fold's reason (its codes are what the compile coarsens by)
+            raise refused[-1] from None
+        raise
 
 
 #: A code table is asked to shrink to this share of what would just fit: blocks grow in steps, and

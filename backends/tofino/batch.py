@@ -62,7 +62,7 @@ class Batched:
     keep_fields: tuple[str, ...] = ()
     union_group: ir.MulticastGroup | None = None
     groups: tuple[ir.MulticastGroup, ...] = field(default_factory=tuple)
-    # Port-bitmap delivery: the egress-only metadata (the copy's port bit) and the bitmap fields.
+    # Port-bitmap delivery: egress-only metadata and the bitmap fields.
     egress_meta: tuple[ir.Metadata, ...] = ()
     bitmap: ir.Delivery | None = None
     # Union: slot i's validity, set to 1 by the ingress parser where it extracts element i.
@@ -98,31 +98,65 @@ def single(pipeline: ir.Pipeline, mode: str) -> Batched:
 
 
 PORT_BIT_TABLE = "p4sub_port_bit"
-PORT_BIT_ACTION = "p4sub_set_port_bit"
-PORT_BIT_FIELD = "meta.p4sub_port_bit"
+PORT_BIT_ACTION = "p4sub_port_in_bitmap"
+NO_PORTS_TABLE = "p4sub_no_ports"
+NO_PORTS_ACTION = "p4sub_nowhere"
 
 
 def bitmap(pipeline: ir.Pipeline, mode: str) -> Batched:
     """One message per packet with port-bitmap delivery (:class:`compiler.ir.Delivery`).
 
-    The ingress ORs the lanes' bitmaps, multicasts a packet with any bit set to the delivery group
-    and bridges the bitmap; the egress table ``p4sub_port_bit`` gives a copy's port its bit, and a
-    copy whose bit is clear is dropped (per-port pruning in the egress, as Elmo does).
+    The ingress ORs the lanes' bitmaps; the table ``p4sub_no_ports`` (one ternary entry: every bit
+    clear) drops a packet that goes nowhere, any other is multicast to the delivery group with the
+    bitmap bridged; in the egress, ``p4sub_port_bit`` (the copy's port, and that port's bit of the
+    bitmap as a ternary key) hits when the port's bit is set, and a copy that misses is dropped
+    (per-port pruning in the egress, as Elmo does). Tables, not conditions: a Tofino condition reads
+    at most 4 bytes and 12 bits, and a bitmap of 198 ports is 25 bytes.
     """
     if pipeline.delivery.ports and pipeline.delivery.width > 9 * 64:
         raise TargetError(f"tofino: a port bitmap of {pipeline.delivery.width} bits")
+    pipeline = _whole_containers(pipeline)
     base = single(pipeline, mode)
     d = pipeline.delivery
-    action = ir.Action(PORT_BIT_ACTION, (ir.Param("mask", d.width),), (ir.Primitive("set_meta", (PORT_BIT_FIELD, "mask")),))
-    table = ir.Table(PORT_BIT_TABLE, (ir.Key(EGRESS_PORT_KEY, 9, "exact"),), (PORT_BIT_ACTION, "NoAction"), "NoAction",
-                     size=max(64, -(-len(d.ports) * 5 // 4)), role="port_bit")
-    entries = tuple(ir.Entry(PORT_BIT_TABLE, (ir.Exact(p),), PORT_BIT_ACTION, (d.bit(p),)) for p in d.ports)
-    rewritten = replace(pipeline, actions=pipeline.actions + (action,), tables=pipeline.tables + (table,),
-                        entries=pipeline.entries + entries)
-    return replace(base, pipeline=rewritten, slot_of={**base.slot_of, PORT_BIT_TABLE: None},
-                   gress_of={**base.gress_of, PORT_BIT_TABLE: "egress"}, egress_control=(PORT_BIT_TABLE,),
-                   bridged=(ir.Metadata(d.fields[0], d.width),), egress_meta=(ir.Metadata(PORT_BIT_FIELD, d.width),),
-                   bitmap=d)
+    width = container_width(d.width)
+    bitmap_key = ir.Key(d.fields[0], width, "ternary")
+    keep = ir.Action(PORT_BIT_ACTION)
+    table = ir.Table(PORT_BIT_TABLE, (ir.Key(EGRESS_PORT_KEY, 9, "exact"), bitmap_key), (PORT_BIT_ACTION, "NoAction"),
+                     "NoAction", size=max(64, -(-len(d.ports) * 5 // 4)), role="port_bit")
+    entries = tuple(ir.Entry(PORT_BIT_TABLE, (ir.Exact(p), ir.Ternary(d.bit(p), d.bit(p))), PORT_BIT_ACTION, (), 1)
+                    for p in d.ports)
+    nowhere = ir.Action(NO_PORTS_ACTION)
+    no_ports = ir.Table(NO_PORTS_TABLE, (bitmap_key,), (NO_PORTS_ACTION, "NoAction"), "NoAction", size=64,
+                        role="port_bit")
+    entries += (ir.Entry(NO_PORTS_TABLE, (ir.Ternary(0, (1 << width) - 1),), NO_PORTS_ACTION, (), 1),)
+    rewritten = replace(pipeline, actions=pipeline.actions + (keep, nowhere),
+                        tables=pipeline.tables + (no_ports, table), entries=pipeline.entries + entries)
+    return replace(base, pipeline=rewritten, slot_of={**base.slot_of, PORT_BIT_TABLE: None, NO_PORTS_TABLE: None},
+                   gress_of={**base.gress_of, PORT_BIT_TABLE: "egress", NO_PORTS_TABLE: "ingress"},
+                   egress_control=(PORT_BIT_TABLE,), bridged=(ir.Metadata(d.fields[0], width),), bitmap=d)
+
+
+def container_width(bits: int) -> int:
+    """The narrowest of Tofino's PHV container sizes (8, 16, 32 bits, then whole 32-bit words) that
+    holds ``bits``."""
+    return next((w for w in (8, 16, 32) if bits <= w), -(-bits // 32) * 32)
+
+
+def _whole_containers(pipeline: ir.Pipeline) -> ir.Pipeline:
+    """The bitmap fields (and the action parameters ORed into them) widened to whole PHV containers,
+    high bits zero: bf-p4c could not allocate a 198-bit bitmap ORed with another ("field slices
+    remain unallocated"), whose slices do not line up with containers. Bit ``i`` is still port ``i``."""
+    d = pipeline.delivery
+    width = container_width(d.width)
+    if width == d.width:
+        return pipeline
+    fields = set(d.fields)
+    metadata = tuple(replace(m, width=width) if m.name in fields else m for m in pipeline.metadata)
+    actions = []
+    for a in pipeline.actions:
+        widened = {p.args[1] for p in a.body if p.op in ("set_meta", "or_meta") and p.args[0] in fields}
+        actions.append(replace(a, params=tuple(replace(q, width=width) if q.name in widened else q for q in a.params)))
+    return replace(pipeline, metadata=metadata, actions=tuple(actions))
 
 
 def replicate(pipeline: ir.Pipeline, layout: MessageLayout) -> Batched:

@@ -40,7 +40,7 @@ from backends.common.parser import emit_statements, parser_states
 from backends.common.state import state_keys
 from backends.common.target import unsupported
 from backends.common.templates import render_template
-from backends.tofino.batch import EGRESS_PORT_KEY, Batched
+from backends.tofino.batch import EGRESS_PORT_KEY, NO_PORTS_TABLE, PORT_BIT_TABLE, Batched
 from backends.tofino.layout import Layout, TableLayout, entries_with_ranges
 from backends.tofino.network import (
     FROM_UP,
@@ -297,9 +297,8 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
         bitmap_field=f"meta.{meta_member(batched.bitmap.fields[0])}" if batched.bitmap else "",
         bitmap_member=meta_member(batched.bitmap.fields[0]) if batched.bitmap else "",
         bitmap_others=[f"meta.{meta_member(f)}" for f in batched.bitmap.fields[1:]] if batched.bitmap else [],
-        bitmap_width=batched.bitmap.width if batched.bitmap else 0,
         bitmap_group=literal(batched.bitmap.group, target.group_width) if batched.bitmap else "",
-        port_bit_field=f"meta.{meta_member(batched.egress_meta[0].name)}" if batched.bitmap else "",
+        no_ports_table=NO_PORTS_TABLE, port_bit_table=PORT_BIT_TABLE,
     )
     text = render_template(__file__, "program.p4.j2", **context)
     bridged_bits = sum(int(m.type[4:-1]) for m in _padded(bridge_fields)) if bridge_fields else 0
