@@ -162,9 +162,10 @@ def main() -> int:
     wanted = [k for k in args.only.split(",") if k] or [*KINDS, "include"]
     print(f"bf-p4c: {bf_p4c.version(compiler)}")
     rows = []
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
     for kind in wanted:
-        work = Path(tempfile.mkdtemp(prefix=f"bf-{kind}-", dir=args.keep)) if args.keep else \
-            Path(tempfile.mkdtemp(prefix=f"bf-{kind}-"))
+        work = Path(tempfile.mkdtemp(prefix=f"bf-{kind}-", dir=args.keep))
         try:
             if kind == "include":
                 found = [include_mode(work, compiler)]
