@@ -96,13 +96,13 @@ def tna_spec(spec: Spec, policy: str, target: Target) -> tuple[Spec, tuple[str, 
     return replace(spec, parser_states=states, start_state=SPEC_START), tuple(stopped)
 
 
-def _padded(members: list[Member]) -> list[Member]:
+def _padded(members: list[Member], name: str = "_pad") -> list[Member]:
     """Members of a header padded to whole bytes (TNA headers are byte-aligned)."""
     total = sum(int(m.type[4:-1]) for m in members)
     pad = -total % 8
     # @padding: bits bf-p4c may overwrite, so a field sharing their byte can be written whole
     # (an OR into the bridged port bitmap otherwise "violates action constraints").
-    return members + ([Member(bits(pad), "_pad", "@padding")] if pad else [])
+    return members + ([Member(bits(pad), name, "@padding")] if pad else [])
 
 
 def _mark_extracts(states: list[str], stack: str, valid_fields: tuple[str, ...], target: str) -> list[str]:
@@ -120,6 +120,18 @@ def _mark_extracts(states: list[str], stack: str, valid_fields: tuple[str, ...],
         unsupported(target, f"several messages per packet where the parser does not extract {stack}'s elements "
                             "at fixed indices (a .next whose element depends on the path)")
     return marked
+
+
+def _byte_aligned(members: list[Member]) -> list[Member]:
+    """Each member that is not whole bytes preceded by padding that ends it on a byte boundary: the
+    network stage copies the ingress port into the bridged header, and bf-p4c refuses a copy between
+    fields placed at different bit offsets in their containers ("conflicting PARDE alignment
+    requirements"); ``ig_intr_md.ingress_port`` ends on a byte boundary."""
+    out = []
+    for m in members:
+        pad = -int(m.type[4:-1]) % 8
+        out += ([Member(bits(pad), f"_pad_{m.name}", "@padding")] if pad else []) + [m]
+    return out
 
 
 def _header_decl(name: str, members: list[Member]) -> str:
@@ -216,7 +228,12 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     extra_types, ingress_members, egress_members, emits = [], [], [], []
     # The bridged header is the only way metadata reaches Tofino's egress, which parses the packet
     # afresh: the ingress deparser puts it first, the egress parser takes it off, nothing emits it again.
-    bridge_fields = [Member(bits(m.width), meta_member(m.name)) for m in batched.bridged] + network_members
+    bridge_fields = [Member(bits(m.width), meta_member(m.name)) for m in batched.bridged]
+    if network_members:
+        # Every field in bytes of its own: the network stage's copy of the ingress port must end on a
+        # byte boundary (see _byte_aligned), and the one action that fills the header may read at most
+        # two PHV sources per container (2-bit leaf states packed four to a byte: "too many sources").
+        bridge_fields = _byte_aligned(bridge_fields + network_members)
     if pipeline.default_control and (bridge_fields or recirc):
         unsupported(target.name, f"--default {default_of(pipeline)} with recirculation, several messages per packet "
                                  "or a port bitmap (the egress expects a bridged header on every packet); use "
@@ -229,7 +246,7 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     recirc_fields = [Member(bits(m.width), meta_member(m.name)) for m in pipeline.metadata]
     if recirc:
         # A second pass comes in on the recirculation port: the first keeps the network stage's fields here.
-        extra_types.append(_header_decl(f"{RECIRC}_h", _padded(recirc_fields + network_members)))
+        extra_types.append(_header_decl(f"{RECIRC}_h", _padded(recirc_fields, "_pad_meta") + _byte_aligned(network_members)))
         ingress_members.append(Member(f"{RECIRC}_h", RECIRC))
         emits.append(f"pkt.emit(hdr.{RECIRC});")
     ingress_members += [header_member(h) for h in spec.headers]

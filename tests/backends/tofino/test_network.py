@@ -201,7 +201,8 @@ def test_estimate_counts_the_stage_tables_once_each():
     assert routed.entries == lone.entries
     assert routed.resources["notes"]["network_stage"] == {"up_ports": [1, 3],
                                                           "tables": ["p4sub_from_up_port", "p4sub_to_up_port"]}
-    assert routed.resources["notes"]["bridged_bits"] == 16 and lone.resources["notes"]["bridged_bits"] == 0
+    # the ingress port and the up bit, each ending on a byte boundary (7 + 9 and 7 + 1 bits)
+    assert routed.resources["notes"]["bridged_bits"] == 24 and lone.resources["notes"]["bridged_bits"] == 0
 
 
 def test_a_core_switch_has_only_the_hairpin_check():
