@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -120,7 +121,7 @@ def judge(out: Path) -> dict[str, Any]:
     row["estimate"] = {"stages": est.get("stages"), "sram": est.get("sram_blocks"), "tcam": est.get("tcam_blocks")}
     if done.returncode != 0:
         errors = [ln for ln in done.stderr.splitlines()
-                  if (ln.startswith("error") or ": error:" in ln)
+                  if re.search(r"(^|[\s:\]])error:", ln)
                   and "no binary will be generated" not in ln and "bf-p4c failed" not in ln]
         row.update(accepted=False, error=(errors or done.stderr.strip().splitlines() or ["?"])[0][:400])
         return row

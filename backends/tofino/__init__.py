@@ -130,7 +130,7 @@ CODE_HEADROOM = 0.9
 def check_slots_fit(pipeline: ir.Pipeline, messages: MessageLayout, options: TofinoOptions) -> None:
     """Refuse at once a batched pipeline whose per-message copies cannot fit the chip's memory.
 
-    One message's tables (with its hit and keep tables) are laid out and estimated, then counted
+    One message's tables (with its keep table) are laid out and estimated, then counted
     once per message of a packet: the copies run side by side, so memory is what adds up. When the
     rules compress a field, the ResourceError says how many thresholds its code table could keep for
     the rest to fit (``codes``), which the compile can act on (:mod:`compiler.coarsen`).

@@ -160,7 +160,8 @@ def _whole_containers(pipeline: ir.Pipeline) -> ir.Pipeline:
 
 
 def replicate(pipeline: ir.Pipeline, layout: MessageLayout) -> Batched:
-    """The pipeline with its field tables copied per slot, leaf hits, and the egress keep tables."""
+    """The pipeline with its field tables copied per slot and the egress keep tables (no leaf table: the keep
+    tables turn a slot's leaf state into ports)."""
     if any(t.role == "call" for t in pipeline.tables):
         raise TargetError("tofino: user actions (call tables) with several messages per packet: two messages "
                           "could call the same action with different arguments; use batch mode first")
