@@ -75,9 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     except P4subError as exc:
         print(f"p4sub: error: {exc}" if exc.location is None else str(exc), file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("p4sub: interrupted", file=sys.stderr)
-        return 130
+        return 128 + getattr(exc, "signum", signal.SIGINT)  # 130 for SIGINT, 143 for SIGTERM, as a shell says
     except BrokenPipeError:
         return 0
     finally:
@@ -98,9 +98,17 @@ def _interrupt_on_sigterm():
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
-        raise KeyboardInterrupt
+        raise Terminated(signum)
 
     return signal.signal(signal.SIGTERM, interrupt)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is (as SIGINT raises KeyboardInterrupt); ``signum`` gives the exit code."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def add_command(sub: argparse._SubParsersAction, name: str, help: str, example: str) -> argparse.ArgumentParser:
