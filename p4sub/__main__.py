@@ -1,5 +1,3 @@
-import sys
+from p4sub import cli
 
-from p4sub import main
-
-sys.exit(main())
+cli()
