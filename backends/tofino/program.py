@@ -246,7 +246,8 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     recirc_fields = [Member(bits(m.width), meta_member(m.name)) for m in pipeline.metadata]
     if recirc:
         # A second pass comes in on the recirculation port: the first keeps the network stage's fields here.
-        extra_types.append(_header_decl(f"{RECIRC}_h", _padded(recirc_fields, "_pad_meta") + _byte_aligned(network_members)))
+        recirc_members = _padded(recirc_fields, "_pad_meta") + _byte_aligned(network_members)
+        extra_types.append(_header_decl(f"{RECIRC}_h", recirc_members))
         ingress_members.append(Member(f"{RECIRC}_h", RECIRC))
         emits.append(f"pkt.emit(hdr.{RECIRC});")
     ingress_members += [header_member(h) for h in spec.headers]
