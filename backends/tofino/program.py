@@ -116,9 +116,9 @@ def _mark_extracts(states: list[str], stack: str, valid_fields: tuple[str, ...],
         return f"{m.group(0)}\n{m.group(1)}meta.{meta_member(valid_fields[i])} = 1w1;"
     for state in states:
         marked.append(extract.sub(mark, state))
-    if not seen:
-        unsupported(target, f"several messages per packet where the parser does not extract {stack}'s elements "
-                            "at fixed indices (a .next whose element depends on the path)")
+    if seen != set(range(len(valid_fields))):  # an unmarked slot would never be delivered
+        unsupported(target, f"several messages per packet where the parser does not extract each of {stack}'s "
+                            "elements at a fixed index (a .next whose element depends on the path)")
     return marked
 
 
