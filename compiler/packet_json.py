@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from compiler import ir
 from compiler.base import P4subError, SourceLocation
 from compiler.rules import MAX_NUMBER_DIGITS, BadNumber, field_kind, packet_value, validity
-from compiler.spec import QueryField, Spec
+from compiler.spec import QueryField
 
 #: Arrays or objects nested deeper than this in one packet are refused (they are never field values).
 MAX_DEPTH = 32
@@ -42,10 +42,9 @@ class PacketField:
         return packet_value(raw, self.width, kind=self.kind, scale=self.scale, name=self.name)
 
 
-def fields_from_query(fields: Mapping[str, QueryField], spec: Spec | None) -> dict[str, PacketField]:
-    """Packet fields for query fields (and attributes) checked against ``spec``."""
-    pragma_only = bool(spec and spec.pragma_only)
-    return {name: PacketField(name, q.width, field_kind(q.width, q.scale, q.is_string, pragma_only), q.scale)
+def fields_from_query(fields: Mapping[str, QueryField]) -> dict[str, PacketField]:
+    """Packet fields for query fields (and attributes)."""
+    return {name: PacketField(name, q.width, field_kind(q.scale, q.is_string), q.scale)
             for name, q in fields.items()}
 
 
@@ -59,7 +58,7 @@ def fields_of_pipeline(pipeline: ir.Pipeline, names: Iterable[str], widths: Mapp
         scale = attr.get("scale", declared.scale if declared else 0) or 0
         is_string = attr.get("is_string", declared.is_string if declared else False)
         width = widths[name]
-        out[name] = PacketField(name, width, field_kind(width, scale, bool(is_string), pipeline.spec.pragma_only), scale)
+        out[name] = PacketField(name, width, field_kind(scale, bool(is_string)), scale)
     return out
 
 

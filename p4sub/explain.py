@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     raw = json.loads(args.packet)
     for attr, read in pipeline.state_reads().items():
         scale = pipeline.attributes.get(attr, {}).get("scale", 0) or 0
-        field = PacketField(attr, read.width, field_kind(read.width, scale, False, False), scale)
+        field = PacketField(attr, read.width, field_kind(scale), scale)
         values[attr] = field.value(raw[attr]) if attr in raw else 0
     carried = [h for h in headers if values.get(validity.field_name(h))]
     if headers:

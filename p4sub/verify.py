@@ -33,13 +33,12 @@ def _packet(values: dict[str, int], typed: TypedRules) -> dict[str, int | str]:
     """Field values as ``p4sub simulate`` and ``p4sub explain`` read them (docs/packets.md): strings
     for string fields, exact decimal strings for scaled fields (``"50.0001"``), else integers."""
     out: dict[str, int | str] = {}
-    pragma_only = bool(typed.spec and typed.spec.pragma_only)
     for name, value in values.items():
         info = typed.fields.get(name)
         if info is None:
             out[name] = value
             continue
-        kind = field_kind(info.width, info.scale, info.is_string, pragma_only)
+        kind = field_kind(info.scale, info.is_string)
         out[name] = json_value(value, info.width, kind=kind, scale=info.scale)
     return out
 

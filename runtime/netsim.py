@@ -302,7 +302,7 @@ def trace_batches(path: str | Path, network: Network, spec: Spec | None = None) 
         width = info.width if info else network.spec.field_width(f)
         if width is None:
             raise P4subError(f"{p}: JSON traces give packet fields; the switches read {f}, which is none")
-        fields.update(fields_from_query({f: info or QueryField(f, width)}, network.spec))
+        fields.update(fields_from_query({f: info or QueryField(f, width)}))
     return _not_empty(json_batches(p, fields), p), "prune"
 
 

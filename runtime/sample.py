@@ -62,7 +62,7 @@ def _from_pcap(path: str, spec: Spec, fields: dict[str, QueryField], limit: int)
 
 def _from_jsonl(path: str, spec: Spec, fields: dict[str, QueryField], limit: int) -> dict[str, np.ndarray]:
     lines = text_lines(path, "trace")  # streamed: only the first `limit` packets are read
-    out = list(itertools.islice(packet_json.rows(lines, path, fields_from_query(fields, spec)), limit))
+    out = list(itertools.islice(packet_json.rows(lines, path, fields_from_query(fields)), limit))
     if not out:
         raise P4subError(f"--trace {path}: no packets")
     return _columns(out, fields)

@@ -80,12 +80,14 @@ def scale_decimal(value: int | Decimal, scale: int) -> int:
     return -scaled if sign else scaled
 
 
-#: How a packet field's JSON value is read (docs/packets.md): ``integer`` (a JSON integer, or an
-#: address of the field's width), ``decimal`` (a fixed-point ``scale=N`` field: a JSON number or a
-#: decimal string, in whole units as rule constants are), ``string`` (a field declared ``string``:
-#: a JSON string of ASCII), ``untyped`` (a field of a pragma-only spec, which declares widths only:
-#: an integer, an address of the field's width or an ASCII string, as Camus's rules use them).
-FIELD_KINDS = ("integer", "decimal", "string", "untyped")
+#: How a packet field's JSON value is read (docs/packets.md). One rule: a packet value may be written as a
+#: rule's constant for that field may be written, and means what the constant means
+#: (:func:`compiler.rules.typecheck` decides what a constant may be). ``integer`` (no scale, not declared
+#: ``string``): a JSON integer, an address of the field's width, or, on a field of whole bytes, an ASCII
+#: string (Camus's users compare undeclared ``bit<64>`` fields with ``"GOOGL"``); ``decimal`` (``scale=N``): a
+#: JSON number or a decimal string, in whole units; ``string`` (declared ``string``): an ASCII string (an
+#: address only when its text cannot fit) or a JSON integer, the raw value, as a rule may compare with one.
+FIELD_KINDS = ("integer", "decimal", "string")
 #: A JSON number of more digits than this is refused before it is converted (a 5000-digit number
 #: would otherwise take Python's int() to its limit); 200 digits hold any 640-bit value.
 MAX_NUMBER_DIGITS = 200
@@ -94,13 +96,11 @@ _MAC_TEXT = re.compile(r"[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}", re.ASCII)
 _IPV4_TEXT = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}", re.ASCII)
 
 
-def field_kind(width: int, scale: int = 0, is_string: bool = False, pragma_only: bool = False) -> str:
+def field_kind(scale: int = 0, is_string: bool = False) -> str:
     """The :data:`FIELD_KINDS` entry of a field, from what the spec declares about it."""
     if scale:
         return "decimal"
-    if is_string:
-        return "string"
-    return "untyped" if pragma_only else "integer"
+    return "string" if is_string else "integer"
 
 
 def _shown(raw: object) -> str:
@@ -127,8 +127,8 @@ def packet_value(raw: object, width: int, *, kind: str = "integer", scale: int =
     ``raw`` comes from :func:`compiler.packet_json.loads`: JSON numbers with a fraction or an exponent
     are ``Decimal`` (exact, never a float), numbers too long or not finite are a :class:`BadNumber`.
     Nothing is guessed: a scaled field's ``12`` and ``12.0`` are both twelve whole units (as in the
-    rules, where ``price > 12`` means 12.0000), a numeric field refuses ``"123"``, an IPv4 field
-    refuses ``"::1"``.
+    rules, where ``price > 12`` means 12.0000), ``"123"`` on a ``bit<32>`` field is the ASCII text it is in a
+    rule (``f == "123"``), never the number, and an IPv4 field refuses ``"::1"`` as a rule does.
     """
     if kind not in FIELD_KINDS:
         raise ValueError(f"unknown field kind {kind!r}")
@@ -140,8 +140,6 @@ def packet_value(raw: object, width: int, *, kind: str = "integer", scale: int =
         value = _decimal_value(raw, width, scale, name)
     elif isinstance(raw, str):
         value = _string_value(raw, width, kind, name)
-    elif kind == "string":
-        raise P4subError(f"{name}: expected a JSON string (the field is declared `string`), got {_shown(raw)}")
     elif isinstance(raw, Decimal):
         raise P4subError(f"{name}: {_shown(raw)} is not a JSON integer (it has a fraction or an exponent) and the "
                          "field has no decimal scale")
@@ -158,9 +156,9 @@ def _expected(kind: str, width: int, scale: int) -> str:
     if kind == "decimal":
         return f"a decimal number (whole units, up to {scale} decimals) or a string of one"
     if kind == "string":
-        return "a JSON string (the field is declared `string`)"
-    addr = {32: " or a dotted IPv4 address", 128: " or an IPv6 address", 48: " or a MAC address"}.get(width, "")
-    return f"a JSON integer{addr}" + (" or a string" if kind == "untyped" else "")
+        return "a JSON string (the field is declared `string`) or a JSON integer"
+    addr = {32: ", a dotted IPv4 address", 128: ", an IPv6 address", 48: ", a MAC address"}.get(width, "")
+    return f"a JSON integer{addr}" + (" or an ASCII string" if width % 8 == 0 else "")
 
 
 def _decimal_value(raw: object, width: int, scale: int, name: str) -> int:
@@ -185,18 +183,29 @@ def _decimal_value(raw: object, width: int, scale: int, name: str) -> int:
 
 
 def _string_value(text: str, width: int, kind: str, name: str) -> int:
+    """A JSON string as a rule reads the same text: an address where the rule would write one
+    unquoted (of the field's width: ``"::1"`` on a 32-bit field is an error, as in a rule), else ASCII
+    left-aligned and space-padded. A field declared ``string`` reads its text first."""
+    if kind == "string" and len(text) <= width // 8:
+        return _text(text, width, name)
     try:
         address = _address(text)
     except ValueError as exc:
+        if kind == "string":  # dotted digits that are no address: the text's own error says more
+            return _text(text, width, name)
         raise P4subError(f"{name}: {exc}") from None
     if address is not None:
         family, bits, value = address
         if bits != width:
             raise P4subError(f"{name}: {_shown(text)} is {family}; a {width}-bit field does not hold one")
         return value
-    if kind == "integer":
-        raise P4subError(f"{name}: expected {_expected(kind, width, 0)}, got the string {_shown(text)} "
-                         "(a field takes strings only when the spec declares it `string`)")
+    return _text(text, width, name)
+
+
+def _text(text: str, width: int, name: str) -> int:
+    if width % 8:
+        raise P4subError(f"{name}: a string needs a field of whole bytes; the field has {width} bits "
+                         f"(got the string {_shown(text)})")
     try:
         return encode_string(text, width)
     except ValueError as exc:
@@ -223,9 +232,17 @@ def _address(text: str) -> tuple[str, int, int] | None:
 
 def json_value(value: int, width: int, *, kind: str = "integer", scale: int = 0) -> int | str:
     """The JSON a packet reader reads back as ``value`` (for printing packets, as ``verify`` does):
-    a string field's text, a scaled field's exact decimal as a string (``"50.0001"``), else the integer."""
+    a string field's text, a scaled field's exact decimal as a string (``"50.0001"``), else the integer.
+    A string field's value that is no padded ASCII text (``0``, a NUL byte, a space inside) is printed
+    as its integer, which reads back the same."""
     if kind == "string":
-        return decode_string(value, width)
+        text = decode_string(value, width)
+        try:
+            if encode_string(text, width) == value:
+                return text
+        except ValueError:
+            pass
+        return value
     if kind == "decimal":
         whole, frac = divmod(value, 10 ** scale)
         return f"{whole}.{frac:0{scale}d}".rstrip("0").rstrip(".") if frac else str(whole)

@@ -3,10 +3,14 @@ with one encoding per field kind (docs/packets.md). Issue 19, "Silent misreading
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from compiler.base.errors import P4subError
 from compiler.packet_json import PacketField, fields_from_query, read_lines, read_packet
@@ -22,7 +26,9 @@ STOCK = PacketField("add_order.stock", 64, "string")
 DST = PacketField("ipv4.dst_addr", 32, "integer")
 V6 = PacketField("ipv6.dst", 128, "integer")
 MAC = PacketField("eth.dst", 48, "integer")
-LABEL = PacketField("dns.label", 32, "untyped")
+LABEL = PacketField("dns.label", 32, "integer")
+FLAGS = PacketField("tcp.flags", 12, "integer")
+NAME4 = PacketField("h.name", 32, "string")
 
 
 def value(field: PacketField, raw_json: str) -> int:
@@ -51,10 +57,13 @@ def test_a_scaled_field_reads_whole_units_as_the_rules_do():
     refused(PRICE, "429496.7296", "does not fit in 32 bits")
 
 
-def test_a_numeric_field_takes_integers_and_addresses_of_its_width_only():
+def test_a_field_without_scale_takes_integers_addresses_of_its_width_and_ascii_as_the_rules_do():
     assert value(SHARES, "500") == 500
-    refused(SHARES, '"abc"', r"expected a JSON integer.*got the string 'abc'.*declares it `string`")
-    refused(SHARES, '"123"', "got the string '123'")
+    # `shares == "abc"` is a rule Camus's users write: the ASCII bytes, space-padded; so is the packet's "abc"
+    assert value(SHARES, '"abc"') == int.from_bytes(b"abc ", "big")
+    assert value(SHARES, '"123"') == int.from_bytes(b"123 ", "big")  # the text, as `== "123"` in a rule
+    refused(SHARES, '"abcde"', "has 5 bytes; the field holds 4")
+    refused(FLAGS, '"a"', "a string needs a field of whole bytes; the field has 12 bits")
     refused(SHARES, "12.0", "12.0 is not a JSON integer .it has a fraction or an exponent. and the field has no decimal")
     refused(SHARES, "4294967296", "does not fit in 32 bits")
     assert value(DST, '"10.0.0.1"') == 0x0A000001
@@ -66,14 +75,17 @@ def test_a_numeric_field_takes_integers_and_addresses_of_its_width_only():
     assert value(MAC, '"aa:bb:cc:dd:ee:01"') == 0xAABBCCDDEE01
 
 
-def test_a_string_field_takes_ascii_strings_only():
+def test_a_string_field_takes_its_text_or_the_raw_integer():
     assert value(STOCK, '"GOOGL"') == int.from_bytes(b"GOOGL   ", "big")
-    refused(STOCK, "5", "expected a JSON string")
+    assert value(STOCK, '"1.2.3.4"') == int.from_bytes(b"1.2.3.4 ", "big")  # text first on a string field
+    assert value(NAME4, '"1.2.3.4"') == 0x01020304  # too long for text: the address a rule could write
+    assert value(STOCK, "5") == 5  # `stock == 5` is a rule too
+    refused(STOCK, "5.5", "not a JSON integer")
     refused(STOCK, '"TOOLONGSYM"', "has 10 bytes; the field holds 8")
     refused(STOCK, '"\\u00e9"', "not ASCII")
 
 
-def test_a_pragma_only_field_takes_integers_addresses_and_strings():
+def test_a_pragma_only_field_reads_as_any_other_field():
     assert value(LABEL, '"no97"') == int.from_bytes(b"no97", "big")
     assert value(LABEL, "6") == 6
     assert value(LABEL, '"10.0.0.97"') == 0x0A000061
@@ -123,11 +135,11 @@ def test_json_lines_errors_name_file_line_and_column_and_validity_is_kept():
 
 def test_kinds_come_from_the_spec():
     spec = parse_spec(ITCH.read_text(), "itch.p4")
-    kinds = {f.name: f.kind for f in fields_from_query(spec.query_fields, spec).values()}
+    kinds = {f.name: f.kind for f in fields_from_query(spec.query_fields).values()}
     assert kinds == {"add_order.stock": "string", "add_order.price": "decimal", "add_order.shares": "integer",
                      "add_order.buy_sell_indicator": "string", "ipv4.dst_addr": "integer"}
     camus = parse_spec("@pragma query_field_exact(dns.label, 32)\n", "dns.p4")
-    assert {f.kind for f in fields_from_query(camus.query_fields, camus).values()} == {"untyped"}
+    assert {f.kind for f in fields_from_query(camus.query_fields).values()} == {"integer"}
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +172,8 @@ def test_simulate_and_explain_read_the_same_packet_the_same_way(itch_out, tmp_pa
 @pytest.mark.parametrize("packet, message", [
     ("null", "--packet:1:1: expected a JSON object of field values, got null"),
     (json.dumps(_packet(**{"add_order.price": "123"}))[:-1] + ', "x": NaN}', None),
-    (json.dumps(_packet(**{"add_order.shares": "abc"})), "add_order.shares: expected a JSON integer"),
+    (json.dumps(_packet(**{"add_order.shares": "abcde"})), "add_order.shares: string 'abcde' has 5 bytes"),
+    (json.dumps(_packet(**{"add_order.price": "GOOGL"})), "add_order.price: expected a decimal number"),
     (json.dumps(_packet(**{"ipv4.dst_addr": "::1"})), "ipv4.dst_addr: '::1' is an IPv6 address"),
     (json.dumps(_packet()).replace("123.45", "NaN"), "add_order.price: NaN is not a number"),
     (json.dumps(_packet()).replace("123.45", "1e400"), "add_order.price: value 1E+400 does not fit"),
@@ -178,9 +191,9 @@ def test_explain_refuses_bad_packets_with_exit_2(itch_out, capsys, packet, messa
 
 def test_simulate_names_the_line_of_a_bad_value(itch_out, tmp_path, capsys):
     path = tmp_path / "p.jsonl"
-    path.write_text(json.dumps(_packet()) + "\n" + json.dumps(_packet(**{"add_order.stock": 7})) + "\n")
+    path.write_text(json.dumps(_packet()) + "\n" + json.dumps(_packet(**{"add_order.stock": 7.5})) + "\n")
     assert main(["simulate", str(itch_out), "--packets", str(path)]) == 2
-    assert f"{path}:2:2: add_order.stock: expected a JSON string" in capsys.readouterr().err
+    assert f"{path}:2:2: add_order.stock: 7.5 is not a JSON integer" in capsys.readouterr().err
 
 
 def test_verify_prints_counterexamples_explain_reads_back(tmp_path, capsys):
@@ -203,3 +216,65 @@ def test_verify_prints_counterexamples_explain_reads_back(tmp_path, capsys):
     assert extra["add_order.price"] == "50.25"
     assert main(["explain", str(out), "--packet", json.dumps(extra)]) == 0
     assert json.loads(capsys.readouterr().out.splitlines()[-1]) == {"ports": [3]}  # the widened entry's doing
+
+
+# -- one rule for packets and rules (issue 27 item 3) ----------------------------------------------
+
+CAMUS_FIELDS = {  # as Camus's ITCH specs declare them: widths and match kinds, no `string` marker
+    "add_order.stock": (64, {"match_kind": "exact"}),
+    "add_order.shares": (32, {"match_kind": "range"}),
+    "ipv4.dstAddr": (32, {"match_kind": "lpm"}),
+    "ipv6.dst": (128, {"match_kind": "exact"}),
+    "add_order.side": (8, {"match_kind": "exact", "is_string": True}),
+}
+
+
+@st.composite
+def constants(draw: st.DrawFn) -> tuple[str, str, object, int]:
+    """(field, the constant as a rule writes it, the same value as JSON, the integer), the integer
+    worked out here from the bytes (not by p4sub's encoders)."""
+    field = draw(st.sampled_from(sorted(CAMUS_FIELDS)))
+    width = CAMUS_FIELDS[field][0]
+    text = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters='"\\'),
+                   min_size=1, max_size=width // 8)
+    forms = ["text", "int"] + (["ipv4"] if width == 32 else []) + (["ipv6"] if width == 128 else [])
+    form = draw(st.sampled_from(forms))
+    if form == "text":
+        s = draw(text.filter(lambda s: not _looks_like_address(s, field)))
+        return field, f'"{s}"', s, int.from_bytes(s.encode().ljust(width // 8, b" "), "big")
+    if form == "int":
+        n = draw(st.integers(0, (1 << width) - 1))
+        return field, str(n), n, n
+    if form == "ipv4":
+        a = ipaddress.IPv4Address(draw(st.integers(0, (1 << 32) - 1)))
+        return field, str(a), str(a), int(a)
+    a = ipaddress.IPv6Address(draw(st.integers(0, (1 << 128) - 1)))
+    return field, str(a), str(a), int(a)
+
+
+def _looks_like_address(s: str, field: str) -> bool:
+    """Text a JSON string cannot tell from an address on a field without `string`: "1.2.3.4" on a
+    32-bit field and "::1" on a 128-bit one are the addresses (a rule writes the text quoted)."""
+    if CAMUS_FIELDS[field][1].get("is_string"):
+        return False
+    return bool(re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,3}){3}|([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}", s)) or ":" in s
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(constants(), min_size=1, max_size=6, unique_by=lambda c: (c[0], c[3])))
+def test_a_packet_value_written_as_the_rules_constant_matches_that_rule(cases) -> None:
+    """`f == C: fwd(i)` compiled; the packet that gives f as C is written in JSON and goes to port i."""
+    from compiler.compile import CompileOptions, compile_rules
+    from compiler.rules.parser import parse_rules
+    from runtime.model import Model
+    from tests.compiler.specs import make_spec
+
+    spec = make_spec(CAMUS_FIELDS)
+    rules = "".join(f"{field} == {rule}: fwd({i + 1});\n" for i, (field, rule, _, _) in enumerate(cases))
+    model = Model(compile_rules(spec, parse_rules(rules, "r.sub"), CompileOptions()).pipeline)
+    fields = fields_from_query(spec.query_fields)
+    for i, (field, _, raw, expected) in enumerate(cases):
+        row = read_packet(json.dumps({field: raw}), {field: fields[field]}, "--packet")
+        assert row[field] == expected
+        packet = {f: 0 for f in model.inputs} | {field: expected}
+        assert i + 1 in model.run_one(packet)[0]
