@@ -68,10 +68,31 @@ def nibbles(width: int, nibble_bits: int = 4) -> int:
     return -(-width // nibble_bits)
 
 
-def tcam_blocks_wide(match_bytes: int) -> int:
-    """TCAM blocks side by side for a key of ``match_bytes`` ternary-crossbar bytes (p4c's
-    ``options_to_ternary_entries``: 2 blocks per 11 bytes; 1 for up to 6)."""
-    pairs, rest = divmod(match_bytes, 11)
-    if rest == 0 and pairs:
-        pairs, rest = pairs - 1, 11
-    return 2 * pairs + (2 if rest > 6 else 1)
+def tcam_blocks_wide(match_bytes: int, range_keys: int = 0) -> int:
+    """TCAM blocks side by side for a key of ``match_bytes`` ternary-crossbar bytes (a range nibble
+    counts a byte: bf-p4c matches it in a 4b "dirtcam" encoding, a byte per nibble).
+
+    What bf-p4c's table format does (``mau/table_format.cpp``, ``allocate_all_ternary_match``), not
+    its first-pass estimate (2 blocks per 11 bytes, 1 up to 6): a TCAM is 44 bits, 5 bytes of a
+    ternary group and one nibble of a mid byte two TCAMs share, and every table that takes runtime
+    updates keeps its version bits in a mid-byte nibble. So a block holds 11 nibbles and one of the
+    table's nibbles is the version: 6 bytes need 2 blocks, 11 bytes 3 (bf-p4c placed ITCH's
+    48-bit-ternary + 16-bit-range + 8-bit-state stock table 3 wide, where its estimate says 2). A
+    TCAM holds at most one range key (the multirange distributor works key by key).
+    """
+    nibbles_needed = 2 * match_bytes + VERSION_NIBBLES
+    return max(1, -(-nibbles_needed // TCAM_NIBBLES), range_keys)
+
+
+def ternary_groups(match_bytes: int, range_keys: int = 0) -> int:
+    """Ternary-crossbar groups (5 bytes each; 12 per stage) a TCAM key takes: its bytes less what the
+    mid-byte nibbles of its blocks hold beside the version."""
+    wide = tcam_blocks_wide(match_bytes, range_keys)
+    in_groups = max(0, 2 * match_bytes - (wide - VERSION_NIBBLES))
+    return max(1, -(-in_groups // (2 * GROUP_BYTES)))
+
+
+#: Nibbles of key a 44-bit TCAM block matches; bytes of one ternary-crossbar group; the version nibble.
+TCAM_NIBBLES = 11
+GROUP_BYTES = 5
+VERSION_NIBBLES = 1

@@ -10,18 +10,22 @@ sizes p4sub declares (the IR's entry counts times headroom):
   parameters up to 32 bits ride in the entry). Up to 5 entries share a 128-bit word
   (``MAX_GROUPS_PER_RAM``); wider entries span several RAMs side by side. A table takes
   ``ceil(size / (entries_per_word * 1024))`` RAMs deep, at least 4 (bf-p4c's minimum of four hash
-  ways), or 1 when the key is under 10 bits and fits one RAM (identity hash).
+  ways), or 1 when the key is under 10 bits and fits one RAM; a key at most 18 bits wide takes the
+  RAMs that hold every one of its values when that is fewer (identity hash: a 12-bit key, 1 RAM).
 * **Ternary, LPM and range tables** live in TCAM: 512 rows per block, and as many blocks side by side
-  as the key's match bytes need (p4c's ``options_to_ternary_entries``: 2 blocks per 11 bytes, 1 block
-  up to 6 bytes). A range key takes one byte per nibble (its nibbles must fit a 5-byte ternary ixbar
-  group). Rows: one per entry, except range tables, which get what ``@entries_with_ranges`` (emitted
+  as the key's match bytes need: 11 nibbles per 44-bit block, one of them the table's version
+  (:func:`backends.tofino.ranges.tcam_blocks_wide`, after bf-p4c's table format, not its first-pass
+  estimate, which put 6 bytes in one block: bf-p4c placed them in two). A range key takes one byte
+  per nibble (its nibbles must fit a 5-byte ternary ixbar group). Rows: one per entry, except range tables, which get what ``@entries_with_ranges`` (emitted
   by the renderer from the real entries) makes bf-p4c reserve. Action instruction and immediate data
   go in a ternary-indirect SRAM table: one word of at least 8 bits (a power of two) per entry.
 * **Stages**: a table that reads a metadata field an earlier table writes (a match dependency), or
   writes one it writes (an action dependency), starts in a later stage; a table applied only on
   another's miss is mutually exclusive with it and may share its stage. A table too big for the
   memory left in a stage continues in the next ones. Ingress and egress share the physical stages'
-  memory (Tofino's MAU stages serve both threads); each thread has its own dependency chain.
+  memory (Tofino's MAU stages serve both threads); each thread has its own dependency chain. A stage
+  also has 12 ternary-crossbar groups of 5 bytes and 128 exact-crossbar bytes: a table takes its
+  groups (TCAM) or its key bytes (SRAM) in every stage it is in.
 * **Recirculation** (``allow_recirculation``): when the ingress chain needs more than 12 stages, it
   is cut at a table boundary into two passes; the second pass reuses the same physical stages, so
   memory is still counted once per physical stage. Each pass costs the packet another trip through
@@ -34,8 +38,9 @@ sizes p4sub declares (the IR's entry counts times headroom):
   ``resources.json`` reports the bridged header's size under ``notes.bridged_bits``.
 
 Percentages are of the whole chip (12 stages x 80 SRAM blocks, 12 x 24 TCAM blocks, 64K groups), as
-in Camus Table 1. What is not modelled: map RAMs, hash-distribution units, crossbar bytes, PHV
-allocation, and bf-p4c's freedom to trade table shapes; this is an estimate, not a placement.
+in Camus Table 1. What is not modelled: map RAMs, hash-distribution units, PHV allocation, the tables
+bf-p4c makes of the apply block's own statements, and bf-p4c's freedom to trade table shapes; this is
+an estimate, not a placement (docs/tofino.md, "Judged by bf-p4c", sets it beside bf-p4c's).
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ from dataclasses import asdict, dataclass, replace
 
 from backends.tofino.layout import KeyLayout, Layout, TableLayout, entries_with_ranges
 from backends.tofino.network import network_stage
-from backends.tofino.ranges import nibbles, tcam_blocks_wide
+from backends.tofino.ranges import nibbles, tcam_blocks_wide, ternary_groups
 from backends.tofino.target import Target
 from compiler import ir
 from compiler.base import ResourceError
@@ -65,6 +70,8 @@ class TableUse:
     entries_per_word: int
     sram_blocks: int
     tcam_blocks: int
+    ixbar: int = 0  # crossbar it needs in every stage it is in: exact bytes (SRAM) or ternary groups (TCAM)
+    tcam_wide: int = 1  # TCAM blocks side by side: a table split over stages moves whole rows of them
     first_stage: int = -1
     last_stage: int = -1
     passes: tuple[int, ...] = ()
@@ -135,6 +142,13 @@ def sram_for_exact(t: TableLayout, pipeline: ir.Pipeline, target: Target) -> tup
     depth = math.ceil(t.size / (per_word * target.sram_rows))
     if not (key_bits < target.ghost_bits and depth == 1):
         depth = max(4, depth)
+        # Identity hash (p4c's can_be_identity_hash): a key at most 8 bits wider than the RAM row
+        # index takes the RAMs that hold all its 2^extra values, when that is no more than the ways.
+        extra = key_bits - target.ghost_bits
+        if extra <= 8:
+            identity = _pow2_at_least(math.ceil((1 << max(0, extra)) / per_word))
+            if identity <= depth:
+                depth = identity
     return depth * width + blocks_extra, entry_bits, per_word
 
 
@@ -163,9 +177,11 @@ def tcam_rows_reserved(t: TableLayout, target: Target) -> int:
 def table_use(t: TableLayout, pipeline: ir.Pipeline, target: Target) -> TableUse:
     if not t.uses_tcam:
         blocks, bits, per_word = sram_for_exact(t, pipeline, target)
-        return TableUse(t.name, t.gress, "sram", len(t.entries), t.size, 0, bits, per_word, blocks, 0)
+        key_bytes = sum(math.ceil(k.width / 8) for k in t.keys)
+        return TableUse(t.name, t.gress, "sram", len(t.entries), t.size, 0, bits, per_word, blocks, 0, key_bytes)
     rows = tcam_rows_reserved(t, target)
-    wide = tcam_blocks_wide(tcam_match_bytes(t.keys, target))
+    match_bytes = tcam_match_bytes(t.keys, target)
+    wide = tcam_blocks_wide(match_bytes, len(t.range_keys))
     tcam = math.ceil(rows / target.tcam_rows) * wide
     instr, data = action_overhead_bits(t.table, pipeline)
     sram = 0
@@ -173,8 +189,8 @@ def table_use(t: TableLayout, pipeline: ir.Pipeline, target: Target) -> TableUse
         tind_bits = max(8, _pow2_at_least(instr + data))
         per_word = max(1, target.sram_width // tind_bits)
         sram = math.ceil(t.size / (per_word * target.sram_rows))
-    bits = tcam_match_bytes(t.keys, target) * 8
-    return TableUse(t.name, t.gress, "tcam", len(t.entries), t.size, rows, bits, 1, sram, tcam)
+    return TableUse(t.name, t.gress, "tcam", len(t.entries), t.size, rows, match_bytes * 8, 1, sram, tcam,
+                    ternary_groups(match_bytes, len(t.range_keys)), wide)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -245,12 +261,14 @@ class _Stages:
         self.sram = [target.sram_blocks_per_stage] * target.stages
         self.tcam = [target.tcam_blocks_per_stage] * target.stages
         self.ids = [target.logical_tables_per_stage] * target.stages
+        self.exact_ixbar = [target.exact_ixbar_bytes_per_stage] * target.stages
+        self.ternary_ixbar = [target.ternary_groups_per_stage] * target.stages
 
-    def snapshot(self) -> tuple[list[int], list[int], list[int]]:
-        return list(self.sram), list(self.tcam), list(self.ids)
+    def snapshot(self) -> tuple[list[int], ...]:
+        return tuple(list(x) for x in (self.sram, self.tcam, self.ids, self.exact_ixbar, self.ternary_ixbar))
 
-    def restore(self, snap: tuple[list[int], list[int], list[int]]) -> None:
-        self.sram, self.tcam, self.ids = (list(x) for x in snap)
+    def restore(self, snap: tuple[list[int], ...]) -> None:
+        self.sram, self.tcam, self.ids, self.exact_ixbar, self.ternary_ixbar = (list(x) for x in snap)
 
     def place(self, use: TableUse, earliest: int, limit: int) -> tuple[int, int] | None:
         """Occupy stages from ``earliest`` (virtual; physical = virtual mod stages) until the table fits.
@@ -262,7 +280,8 @@ class _Stages:
         v = earliest
         while v < limit:
             p = v % self.target.stages
-            take_s, take_t = min(need_s, self.sram[p]), min(need_t, self.tcam[p])
+            take_s = min(need_s, self.sram[p])
+            take_t = min(need_t, self.tcam[p] // use.tcam_wide * use.tcam_wide)
             # A stage is worth starting or continuing in when it holds some of the table's main memory
             # (TCAM for TCAM tables); the ternary-indirect SRAM follows wherever the TCAM goes.
             if use.memory == "tcam" and need_t:
@@ -271,10 +290,12 @@ class _Stages:
                 useful = take_s > 0
             else:
                 useful = need_s == need_t == 0
-            if self.ids[p] and useful:
+            ixbar = self.ternary_ixbar if use.memory == "tcam" else self.exact_ixbar
+            if self.ids[p] and useful and ixbar[p] >= use.ixbar:
                 self.sram[p] -= take_s
                 self.tcam[p] -= take_t
                 self.ids[p] -= 1
+                ixbar[p] -= use.ixbar
                 need_s -= take_s
                 need_t -= take_t
                 if first is None:

@@ -10,7 +10,7 @@ Where each number comes from (p4c ``34b86e9b``, ``backends/tofino/bf-p4c``):
   ``PORT_METADATA_SIZE`` 64 bits; ``tofino1_base.p4`` the intrinsic metadata struct and field names;
   ``tofino1_arch.p4`` the ``Pipeline``/``Switch`` packages and the ``range`` match kind.
 * ``specs/device.h``: 12 MAU stages on Tofino 1; ``specs/mau_spec.h`` (``StageUse``): per stage 80
-  SRAMs, 24 TCAMs, 16 logical tables.
+  SRAMs, 24 TCAMs, 16 logical tables, 128 exact-crossbar bytes, 12 ternary-crossbar groups of 5 bytes.
 * ``mau/resource_estimate.cpp`` (``RangeEntries``): a range key must fit in 5 PHV nibbles
   (``TERNARY_BYTES_PER_GROUP``), one range entry costs up to ``min(2 * nibbles - 1, 8)`` TCAM rows.
 * ``mau/table_format.h``: 4 version bits per exact entry, at most 5 entries per 128-bit RAM word,
@@ -51,6 +51,8 @@ class Target:
     tcam_rows: int = 512
     tcam_width: int = 44
     logical_tables_per_stage: int = 16
+    ternary_groups_per_stage: int = 12
+    exact_ixbar_bytes_per_stage: int = 128
     version_bits: int = 4
     ghost_bits: int = 10
     max_entries_per_word: int = 5

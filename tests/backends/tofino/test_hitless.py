@@ -114,7 +114,9 @@ def test_every_bfrt_write_of_a_hitless_update_leaves_each_packet_old_or_new(seed
                         remove=list(parse_rules("\n".join(old_text[:4])).rules))
     assert update.incremental, update.reason
     new = inc.pipeline()
-    room = TofinoOptions(headroom=2.5)  # prefix covers multiply the price table: room for old and new side by side
+    # Room for old and new side by side; slices asked for (auto now prefers the price table's prefix cover, one
+    # TCAM block wide with the state key beside it) since the slice encoding is what this test takes through updates.
+    room = TofinoOptions(headroom=2.5, wide_ranges="slices")
     with pytest.raises(HitlessError, match="at its peak, old and new side by side"):
         hitless_steps(old, new)
     steps, plan = hitless_steps(old, new, room)
