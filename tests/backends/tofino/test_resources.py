@@ -78,10 +78,45 @@ def test_ternary_table_tcam_and_ternary_indirect_by_hand():
 
 
 def test_wide_ternary_key_takes_tcam_blocks_side_by_side():
-    # Match bytes 1 + 8 = 9: more than 6 -> 2 TCAMs wide; 512 rows -> 1 deep = 2 blocks.
+    # Match bytes 1 + 8 = 9: 18 nibbles + the version's = 19, over 11 -> 2 TCAMs wide; 512 rows -> 1 deep = 2 blocks.
     t = field_table("f", ir.Key("order.stock", 64, "ternary"), 512)
     _, u = uses(pipeline([t], ["f"]))
     assert u["f"].tcam_blocks == 2
+
+
+@pytest.mark.parametrize("match_bytes, ranges, wide, groups", [
+    # Shapes bf-p4c 9.13 placed (program.bfa of the ITCH union and the routed switches, docs/tofino.md):
+    (2, 0, 1, 1),  # 8-bit state + 3-bit range code (1 byte): one TCAM
+    (6, 1, 2, 2),  # shares[31:16] ternary + shares[15:0] range (2 + 4 bytes): two TCAMs, groups 6 and 9
+    (10, 1, 2, 2),  # state + stock[63:8] + stock[7:0] range (1 + 7 + 2): two TCAMs, groups 4 and 5
+    (11, 1, 3, 2),  # state + stock[63:16] + stock[15:0] range (1 + 6 + 4): three, one byte in the mid byte
+    (5, 0, 1, 1),  # 5 bytes and the version nibble: 11 nibbles, one TCAM
+    (0, 0, 1, 1),
+])
+def test_tcam_width_follows_bf_p4cs_table_format(match_bytes, ranges, wide, groups):
+    from backends.tofino.ranges import tcam_blocks_wide, ternary_groups
+
+    assert (tcam_blocks_wide(match_bytes, ranges), ternary_groups(match_bytes, ranges)) == (wide, groups)
+
+
+def test_a_key_a_few_bits_over_the_ram_index_takes_the_rams_of_an_identity_hash():
+    # bf-p4c's can_be_identity_hash: a 12-bit key (egress port 9 + state 2 + valid 1; 2 bits over the 10 a RAM
+    # row index takes) has 4 values, 5 per word: 1 RAM, not 4 ways (routed switches' keep tables: 1 RAM each).
+    # An 18-bit key has 256 values: 64 RAMs, more than 4 ways, so 4 ways.
+    for width, blocks in ((8, 1), (14, 4)):  # + the 4-bit state key: 12 and 18 bits
+        t = ir.Table("k", (state_key(), ir.Key("order.side", width, "exact")), ("set_state", "NoAction"), "NoAction",
+                     size=64, role="field")
+        _, u = uses(pipeline([t], ["k"]))
+        assert u["k"].sram_blocks == blocks, width
+
+
+def test_a_stage_holds_twelve_ternary_crossbar_groups():
+    # 13 independent one-group TCAM tables (one TCAM block each, 13 of the stage's 24): the 13th goes to stage 1.
+    tables = [ir.Table(f"t{i}", (ir.Key(f"order.f{i}", 8, "ternary"),), ("NoAction",), "NoAction",
+                       size=64, role="code") for i in range(13)]  # writing nothing: independent of each other
+    _, u = uses(pipeline(tables, [t.name for t in tables]))
+    assert sorted(x.first_stage for x in u.values()) == [0] * 12 + [1]
+    assert all(x.tcam_blocks == 1 and x.ixbar == 1 for x in u.values())
 
 
 def test_range_table_reserves_rows_for_its_nibble_encoded_entries():
