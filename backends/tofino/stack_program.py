@@ -62,6 +62,7 @@ from backends.tofino.batch import EGRESS_PORT_KEY
 from backends.tofino.bfrt import FORMAT, action_name, entry_json, key_json, pre_records, table_name
 from backends.tofino.layout import KeyLayout, Layout, TableLayout, TofinoOptions
 from backends.tofino.layout import plan as plan_layout
+from backends.tofino.op_tree import op_tree
 from backends.tofino.program import EGRESS_HEADERS, EGRESS_METADATA, SPEC_START, table_text, tna_spec
 from backends.tofino.target import TOFINO1, Target, facts
 from compiler import ir
@@ -156,6 +157,8 @@ def prune_rows(n: int, keep_bits: int) -> list[dict[str, Any]]:
 
     For the first own label ``k`` naming the egress port (``at_k``; no ``at_j`` below it) and the next
     own label ``nxt`` after it (none: the subtree runs to the stack's end), keep labels ``k+1 .. nxt-1``.
+    The tail's pop is given as its 16-bit two's complement and added: bf-p4c takes no action data as
+    the second operand of a subtraction.
     """
     rows = []
     for k in range(n):
@@ -164,7 +167,7 @@ def prune_rows(n: int, keep_bits: int) -> list[dict[str, Any]]:
             own = ["_"] * (k + 1) + ["1w0"] * (nxt - k - 1) + (["1w1"] + ["_"] * (n - nxt - 1) if nxt < n else [])
             keep = literal(keep_after(k, nxt), keep_bits)
             action = (f"p4sub_keep_span({keep}, 16w{nxt - k - 1})" if nxt < n
-                      else f"p4sub_keep_tail({keep}, 16w{k + 1})")
+                      else f"p4sub_keep_tail({keep}, 16w{-(k + 1) & 0xFFFF})")
             rows.append({"match": own + at, "action": action})
     return rows
 
@@ -282,6 +285,7 @@ def program_text(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -
         spec_start=SPEC_START, header_types=[], spec_members=[], parser_states=[], emits=[], stopped=(),
         first_only=False, tag_bits=plan.tag_bits, tag_shift=plan.tag_shift, tags=MIXED_TAGS,
         mask_bits=plan.mask_width, mixed_rows=mixed_rows(plan) if plan.encoding == "mixed" else [],
+        or_levels=op_tree("p4sub_bit_or", [f"meta.p4sub_bit_{i}" for i in range(n)]) if plan.encoding == "port" else [],
     )
     if sp.ingress:
         extra, pipeline_members = subscription_context(plan, target)

@@ -39,6 +39,7 @@ from backends.common.templates import render_template
 from backends.tofino.batch import EGRESS_PORT_KEY
 from backends.tofino.bfrt import FORMAT, entry_json, pre_records
 from backends.tofino.layout import TableLayout
+from backends.tofino.op_tree import merged, op_tree
 from backends.tofino.program import EGRESS_HEADERS, EGRESS_METADATA, SPEC_START
 from backends.tofino.stack_program import (
     EGRESS_PARSE_BYTES,
@@ -142,8 +143,7 @@ def program_text(plan: VtPlan, sp: VtSwitchPlan, target: Target = TOFINO1) -> st
     reasons = [{"name": r, "const": r.upper().replace("-", "_"), "index": i} for i, r in enumerate(VT_DROP_REASONS)
                if r not in unused]
     members = [Member(bits(1), "vt_too_deep"), Member(bits(1), "vt_drop"), Member(bits(8), "vt_reason"),
-               Member(bits(w), "vt_in_bit"), Member(bits(w), "vt_remaining"), Member(bits(w), "vt_stopped"),
-               Member(bits(8), "vt_pops")]
+               Member(bits(w), "vt_in_bit")]
     for i in range(n):
         members += [Member(bits(w), f"vt_add_{i}"), Member(bits(w), f"vt_stop_{i}"), Member(bits(8), f"vt_pop_{i}")]
     egress_members = [Member(bits(w), "vt_port_bit")]
@@ -154,6 +154,9 @@ def program_text(plan: VtPlan, sp: VtSwitchPlan, target: Target = TOFINO1) -> st
         link_size=link_size(sp), port_size=port_size(sp), host_size=host_size(sp), in_port_key=IN_PORT_KEY,
         host_port_key=EGRESS_PORT_KEY, spec_start=SPEC_START, header_types=[], spec_members=[], parser_states=[],
         emits=[], stopped=(), first_only=False,
+        or_levels=merged(op_tree("vt_add_or", [f"meta.vt_add_{i}" for i in range(n)]),
+                         op_tree("vt_stop_or", [*(f"meta.vt_stop_{i}" for i in range(n)), "meta.vt_in_bit"])),
+        pop_levels=op_tree("vt_pop_sum", [f"meta.vt_pop_{i}" for i in range(n)], "+"),
     )
     if sp.ingress:
         extra, pipeline_members = subscription_context(plan, target)

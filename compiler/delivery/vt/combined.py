@@ -51,9 +51,11 @@ VT_DROP_REASONS = ("parser-error", "not-a-stack", "no-subscriber", "empty-stack"
 #: per-position reads and pops grow with it).
 VT_MAX_LABELS = {"bmv2": 32, "tofino": 16}
 DEFAULT_STRATEGY = "broadcast"
-#: Width of the port bitmaps (``remaining_ports``, ``served`` in Listing 5.2) when every port is at
-#: most 64, the dissertation's width; wider topologies get the next multiple (:func:`mask_bits`).
+#: Width of the port bitmaps (``remaining_ports``, ``served`` in Listing 5.2): the dissertation's 64
+#: bits at most for a switch of up to 64 ports; wider topologies get the next multiple
+#: (:func:`mask_bits`), narrower ones the narrowest PHV container that holds their highest port.
 MASK_BITS = 64
+NARROW_MASKS = (8, 16, 32)
 DEFAULT_MAX_RULES = 16
 
 
@@ -121,9 +123,13 @@ class VtPlan:
 
 
 def mask_bits(topology: Topology) -> int:
-    """Bits of the port bitmaps: 64, or the next multiple of 64 that holds the highest port."""
+    """Bits of the port bitmaps: 8, 16, 32 or 64, or the next multiple of 64, whichever first holds
+    the highest port (bit p-1 for port p). Not always 64 as in the dissertation: a Tofino switch keeps
+    two bitmaps per label position in PHV (16 positions x 2 x 64 bits did not fit bf-p4c's PHV
+    allocation beside the packet's headers), and a 4-port switch needs 8 bits."""
     top = max((p for s in topology.switches() for p in topology.ports(s)), default=0)
-    return MASK_BITS * max(1, -(-top // MASK_BITS))
+    narrow = [w for w in NARROW_MASKS if top <= w]
+    return narrow[0] if narrow else MASK_BITS * max(1, -(-top // MASK_BITS))
 
 
 def rules_workload(topology: Topology, rsets: tuple[ReceiverSet, ...]) -> Workload:

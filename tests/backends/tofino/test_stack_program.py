@@ -234,7 +234,8 @@ def test_prune_table_keeps_exactly_the_labels_between_the_port_label_and_the_nex
     kind, args = re.fullmatch(r"(\w+)\((.*)\)", action).groups()
     keep_lit, num = [a.strip() for a in args.split(",")]
     kept = {j for j in range(n) if literal_value(keep_lit) >> j & 1 and j < count}
-    new_count = literal_value(num) if kind == "p4sub_keep_span" else count - literal_value(num)
+    # keep_tail adds the 16-bit two's complement of the pop (Tofino subtracts no action data)
+    new_count = literal_value(num) if kind == "p4sub_keep_span" else (count + literal_value(num)) & 0xFFFF
     assert kept == set(range(k + 1, nxt)) and new_count == nxt - k - 1
 
 
@@ -392,7 +393,8 @@ class ReadProgram:
                     kind, args = re.fullmatch(r"(\w+)\((.*)\)", action).groups()
                     keep_lit, num = [a.strip() for a in args.split(",")]
                     keep = literal_value(keep_lit)
-                    new_count = literal_value(num) if kind == "p4sub_keep_span" else count - literal_value(num)
+                    new_count = (literal_value(num) if kind == "p4sub_keep_span"
+                                 else (count + literal_value(num)) & 0xFFFF)
                 else:
                     new_count = count - pop
                 kept = [i for i in range(count) if keep >> i & 1]

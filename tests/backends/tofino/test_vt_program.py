@@ -87,6 +87,21 @@ def test_entries_are_the_v1model_entries_at_every_label_position(plan):
         assert [n["data"]["$DEV_PORT"] for n in nodes] == [sorted(sp.ports)]
 
 
+def folded(text: str, prefix: str, op: str = "|") -> set[str]:
+    """The fields the tree ``prefix`` (backends/tofino/op_tree.py) folds into its first field with ``op``, run in
+    the order the program applies its tables (each action is ``dst = dst op src``: bf-p4c refuses a longer
+    expression in one action)."""
+    body = {m[1]: (m[2], m[4]) for m in re.finditer(
+        rf"action ({prefix}_\d+_\d+)\(\) \{{\s*(\S+) = (\S+) {re.escape(op)} (\S+);", text) if m[2] == m[3]}
+    held: dict[str, set[str]] = {}
+    first = None
+    for name in re.findall(rf"({prefix}_\d+_\d+)_t\.apply\(\);", text):
+        dst, src = body[name]
+        first = first or dst
+        held[dst] = held.get(dst, {dst}) | held.get(src, {src})
+    return held.get(first, set())
+
+
 def test_program_does_what_the_interpreter_below_assumes(plan):
     """The apply blocks ReadEntries follows: per position hop, else tree, else stop; popped hops; the
     ingress port's bit removed; the one group; the egress keeps a copy only if its port's bit is set."""
@@ -96,11 +111,17 @@ def test_program_does_what_the_interpreter_below_assumes(plan):
             assert re.search(rf"if \(hdr\.vt_label\[{i}\]\.isValid\(\)\) \{{\s*if \(!check_hop_{i}\.apply\(\)\.hit\) \{{"
                              rf"\s*if \(!check_tree_{i}\.apply\(\)\.hit\) \{{\s*check_stop_{i}\.apply\(\);", text), i
             assert f"if (meta.vt_pop_{i} == 8w1) {{ hdr.vt_label[{i}].setInvalid(); }}" in text
-            assert re.search(rf"action vt_hop_{i}\(bit<64> port_bit\) \{{\s*meta\.vt_add_{i} = port_bit;"
+            assert re.search(rf"action vt_hop_{i}\(bit<{plan.mask_width}> port_bit\) \{{\s*meta\.vt_add_{i} = port_bit;"
                              rf"\s*meta\.vt_pop_{i} = 8w1;", text)
-        assert "hdr.vt_bridge.send = meta.vt_remaining & ~meta.vt_stopped & ~meta.vt_in_bit;" in text
+        assert folded(text, "vt_add_or") == {f"meta.vt_add_{i}" for i in range(plan.max_labels)}
+        assert folded(text, "vt_stop_or") == {f"meta.vt_stop_{i}" for i in range(plan.max_labels)} | {"meta.vt_in_bit"}
+        assert "hdr.vt_bridge.send = meta.vt_add_0 & ~meta.vt_stop_0;" in text
+        assert folded(text, "vt_pop_sum", "+") == {f"meta.vt_pop_{i}" for i in range(plan.max_labels)}
+        assert re.search(r"if \(meta\.vt_pop_15 == 8w1\) \{ hdr\.vt_label\[15\]\.setInvalid\(\); \}\s*"
+                         r"// The number of hops popped[^\n]*\n\s*vt_pop_sum_0_0_t\.apply\(\);", text)
+        assert "hdr.vt_shim.count = hdr.vt_shim.count - (bit<16>)meta.vt_pop_0;" in text
         assert "ig_intr_md_for_tm.mcast_grp_a = VT_GROUP;" in text and "const bit<16> VT_GROUP = 1;" in text
-        assert re.search(r"vt_port_bit\.apply\(\);\s*if \(\(hdr\.vt_bridge\.send & meta\.vt_port_bit\) == 64w0\) \{"
+        assert re.search(rf"vt_port_bit\.apply\(\);\s*if \(\(hdr\.vt_bridge\.send & meta\.vt_port_bit\) == {plan.mask_width}w0\) \{{"
                          r"[^}]*eg_intr_md_for_dprsr\.drop_ctl = 3w1;\s*\} else \{\s*vt_host_port\.apply\(\);", text)
         assert "recirculate" not in text.split("*/", 1)[1]
 
@@ -323,6 +344,6 @@ def test_route_cli_writes_a_tna_vt_program_per_switch(tmp_path, topo):
         assert {PROGRAM, ENTRIES, INFO} == {f.name for f in (out / switch).iterdir()}
         info = json.loads((out / switch / INFO).read_text())
         assert info["mode"] == "virtual-trees" and info["recirculations_per_packet"] == 0
-        assert info["max_labels"] == 16 and info["mask_bits"] == 64
+        assert info["max_labels"] == 16 and info["mask_bits"] == 8  # the narrowest container holding port 4
     assert "vt_push_stack" in (out / "e1_1" / PROGRAM).read_text()
     assert "vt_push_stack" not in (out / "c1" / PROGRAM).read_text()

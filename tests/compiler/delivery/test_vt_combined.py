@@ -129,3 +129,18 @@ def test_switches_with_many_ports_are_served_by_clones():
         assert set(got.frames) == wanted - {hosts[0]}
         assert all(len(f) == 1 for f in got.frames.values())
         assert got.recirculations > 0
+
+
+@pytest.mark.parametrize("top, bits", [(1, 8), (8, 8), (9, 16), (16, 16), (17, 32), (33, 64), (64, 64), (65, 128),
+                                       (200, 256)])
+def test_port_bitmaps_are_the_narrowest_container_holding_the_highest_port(top, bits):
+    from compiler.delivery.vt.combined import mask_bits
+
+    class Ports:
+        def switches(self):
+            return ["s"]
+
+        def ports(self, s):
+            return [1, top]
+
+    assert mask_bits(Ports()) == bits
