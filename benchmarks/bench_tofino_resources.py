@@ -17,6 +17,11 @@ workload that does not fit still prints its percentages (and says that it does n
     .venv/bin/python benchmarks/bench_tofino_resources.py            # the Table 1 sizes
     .venv/bin/python benchmarks/bench_tofino_resources.py --quick    # 10k / 10k / 100k
     .venv/bin/python benchmarks/bench_tofino_resources.py --itch-prices cents   # P with 4 decimals
+    .venv/bin/python benchmarks/bench_tofino_resources.py --bf-p4c OUT  # and bf-p4c's placement of each
+
+With ``--bf-p4c OUT`` each workload's program is written to ``OUT/<workload>`` (what ``compile --target
+tofino`` writes) and bf-p4c (on PATH) places it: its SRAM/TCAM percentages and stages are printed
+beside the estimate's, from ``pipe/logs/resources.json``.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import numpy as np  # noqa: E402
 
 from apps import workloads  # noqa: E402
 from apps.itch.symbols import symbol_names  # noqa: E402
-from backends.tofino import compile_budget, compile_options  # noqa: E402
+from backends.tofino import bf_p4c, build, compile_budget, compile_options, write  # noqa: E402
 from backends.tofino.layout import plan  # noqa: E402
 from backends.tofino.resources import estimate  # noqa: E402
 from compiler import rules as ast
@@ -119,7 +124,9 @@ def main() -> None:
     parser.add_argument("--delivery", choices=("auto", "groups", "bitmap"), default="auto",
                         help="compile layout (auto: the compiler's choice)")
     parser.add_argument("--only", help="comma-separated workloads (ITCH,INT,hICN)")
+    parser.add_argument("--bf-p4c", type=Path, metavar="OUT", help="write each program under OUT and run bf-p4c on it")
     args = parser.parse_args()
+    judged: dict[str, str] = {}
     rows = []
     for name, spec, rules in workloads_for(args):
         if args.only and name not in args.only.split(","):
@@ -128,15 +135,18 @@ def main() -> None:
         compiled = compile_rules(spec, rules, CompileOptions(tables=compile_options(spec), budget=compile_budget(),
                                                              delivery=args.delivery))
         t2 = time.perf_counter()
-        layout = plan(compiled.pipeline)
-        try:
-            est = estimate(layout)
+        rendered = None
+        try:  # what `compile --target tofino` renders (miss tables folded where that helps) and its estimate
+            rendered = build(compiled.pipeline)
+            est = rendered.estimate
             fits = "yes"
         except ResourceError as exc:
-            est = estimate(layout, check=False)
+            est = estimate(plan(compiled.pipeline), check=False)
             fits = f"no: {exc}"
         t3 = time.perf_counter()
         rows.append((name, len(rules), est, fits))
+        if args.bf_p4c and rendered is not None:
+            judged[name] = judge(rendered, args.bf_p4c / name)
         print(f"{name}: {len(rules)} filters; compile {t2 - t1:.1f} s, layout+estimate "
               f"{t3 - t2:.1f} s; {compiled.stats['states']} states, {compiled.stats['total_entries']} IR entries, "
               f"{len(compiled.pipeline.multicast_groups)} multicast groups; fits: {fits}")
@@ -152,6 +162,25 @@ def main() -> None:
         print(f"{name:<10} {n:>9} | {est.sram_percent:>7.2f} {est.tcam_percent:>7.2f} {est.multicast_percent:>8.2f} | "
               f"{c[0]:>10.2f} {c[1]:>6.2f} {c[2]:>6.1f} | {stages:>6}  {fits.split(':')[0]:<4}  "
               f"{'yes' if round(est.tcam_percent, 2) <= c[1] else 'no'}")
+    for name, line in judged.items():
+        print(f"bf-p4c {name}: {line}")
+
+
+def judge(rendered, out: Path) -> str:
+    """bf-p4c's placement of the rendered program: SRAM %, TCAM %, stages (or its first error)."""
+    import subprocess
+
+    write(rendered, out)
+    into = out / "program.tofino"
+    started = time.perf_counter()
+    done = subprocess.run(bf_p4c.command(out / "program.p4", into), capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode:
+        errors = [x for x in done.stderr.splitlines() if "error" in x.lower()]
+        return f"refused after {seconds:.0f} s: {(errors or ['exit ' + str(done.returncode)])[0]}"
+    m = bf_p4c.read(into)
+    return (f"SRAM {m.sram_percent:.2f} % ({m.sram_blocks} blocks), TCAM {m.tcam_percent:.2f} % "
+            f"({m.tcam_blocks} blocks), {m.stages} stages, in {seconds:.0f} s")
 
 
 if __name__ == "__main__":
