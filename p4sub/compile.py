@@ -75,6 +75,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"stages={Budget().stages}); auto delivery picks a layout that fits")
     p.add_argument("--allow-recirculation", action="store_true",
                    help="tofino: split a pipeline longer than the stages over two passes")
+    p.add_argument("--fit-by", choices=("estimate", "bf-p4c"), default="estimate",
+                   help="tofino: what judges whether a layout fits: p4sub's resource estimate (default), or also "
+                        "bf-p4c (on PATH), run on every layout the estimate accepts; a layout bf-p4c cannot place "
+                        "(stages, PHV) is answered with a smaller one, and resources.json holds bf-p4c's placement")
     p.add_argument("--batch", choices=("auto", "single", "first", "union"),
                    help="how a packet with several messages is evaluated (see docs/bmv2.md, docs/tofino.md)")
     p.add_argument("--like", metavar="OLD_OUT",
@@ -255,6 +259,42 @@ def include_options(args: argparse.Namespace, spec):
 MAX_REFUSALS = 10
 
 
+class BfP4cJudge:
+    """``--fit-by bf-p4c``: bf-p4c runs on every program the estimate accepts; a ResourceError from it
+    goes into the compile's refusal loop like the estimate's (the entry budget is halved)."""
+
+    def __init__(self) -> None:
+        import shutil
+
+        from backends.tofino import bf_p4c
+
+        compiler = shutil.which(bf_p4c.COMPILER)
+        if compiler is None:
+            raise P4subError(f"--fit-by bf-p4c: {bf_p4c.HOW_TO_GET}")
+        self.compiler = compiler
+        self.version = bf_p4c.version(compiler)
+        self.last = None  # bf-p4c's placement of the last program it accepted
+
+    def wrap(self, render):
+        from backends.tofino import bf_p4c
+
+        def judged(pipeline):
+            rendered = render(pipeline)  # the estimate first: it refuses most misfits in a second
+            print(f"note: bf-p4c judging a layout of {len(pipeline.entries):,} entries ...", file=sys.stderr, flush=True)
+            self.last = bf_p4c.judge(rendered.program.text, self.compiler)
+            return rendered
+        return judged
+
+    def with_placement(self, rendered):
+        """``rendered`` with bf-p4c's figures in ``resources.json`` (as ``p4sub build`` writes them)."""
+        from backends.tofino import bf_p4c
+        from p4sub.build import judged
+
+        estimate = rendered.resources
+        return replace(rendered, resources=judged(estimate, self.last, bf_p4c.compare(estimate, self.last),
+                                                  self.version))
+
+
 def run(args: argparse.Namespace) -> int:
     # The command keeps its rules, diagram and tables to the end: the collector would only walk them
     # again and again (at 100k rules, 3.1 of 6.3 s of CPU).
@@ -299,6 +339,13 @@ def _run(args: argparse.Namespace) -> int:
         render = lambda pipeline: module.render_include(pipeline, opts)  # noqa: E731
     elif backend is not None and hasattr(backend, "build"):
         render = lambda pipeline: backend.build(pipeline, *emit_options)  # noqa: E731
+    judge = None
+    if args.fit_by == "bf-p4c":
+        if args.target != "tofino" or include:
+            raise P4subError("--fit-by bf-p4c judges a whole Tofino program: it needs --target tofino "
+                             "(and no include mode)")
+        judge = BfP4cJudge()
+        render = judge.wrap(render)
     refusals: list[str] = []
     rendered = None
     while render is not None and not args.like:
@@ -347,6 +394,8 @@ def _run(args: argparse.Namespace) -> int:
         if files is not None:
             write_files(files, stage)
         elif rendered is not None:
+            if judge is not None and judge.last is not None:
+                rendered = judge.with_placement(rendered)
             backend.write(rendered, stage)
         elif backend is not None:
             backend.emit(compiled.pipeline, stage, *emit_options)  # checks resources first
@@ -356,7 +405,7 @@ def _run(args: argparse.Namespace) -> int:
                    "options": {"field_order": args.field_order, "range_encoding": args.range_encoding,
                                "encode": args.encode, "delivery": args.delivery, "lanes": args.lanes,
                                "max_lanes": args.max_lanes, "lane_partition": args.lane_partition,
-                               "budget": args.budget, "default": args.default,
+                               "budget": args.budget, "default": args.default, "fit_by": args.fit_by,
                                "emit": args.emit, "headers_type": args.headers_type, "instance": args.instance}}
         from p4sub.compile_update import keep_lanes, keep_rules
 

@@ -206,3 +206,40 @@ def compare(estimate: dict, measured: Measured) -> dict:
         totals[key] = {"estimate": est, "bf_p4c": real, "error_percent": error(est, real)}
     return {"compiler_version": measured.compiler_version, "totals": totals, "tables": rows,
             "bf_p4c_only_tables": only_bf}
+
+
+#: bf-p4c's words for "the program is valid but does not fit the chip": the fit search may answer
+#: them with a smaller layout. Anything else it refuses is a p4sub bug or an unsupported construct.
+_DOES_NOT_FIT = re.compile(r"supports up to \d+ stages, using \d+|could not fit|PHV allocation was not successful|"
+                           r"[Rr]an out of|not enough|too many", re.ASCII)
+
+
+def judge(program_text: str, compiler: str = COMPILER, timeout: float | None = None) -> Measured:
+    """bf-p4c on a rendered program, in a scratch directory: its placement, or ResourceError when it
+    says the program does not fit (more stages than the chip, PHV, crossbar: the fit search then
+    tries a smaller layout), TargetError for any other refusal.
+
+    This is what ``compile --target tofino --fit-by bf-p4c`` asks of every layout the estimate
+    accepts: the estimate is a lower bound on stages (bf-p4c's greedy placement took up to 3 more on
+    the programs measured, docs/tofino.md), so only bf-p4c can say a layout at the edge fits."""
+    import tempfile
+
+    from compiler.base import ResourceError
+
+    with tempfile.TemporaryDirectory(prefix="p4sub-bf-p4c-") as tmp:
+        where = Path(tmp)
+        (where / "program.p4").write_text(program_text, encoding="utf-8")
+        try:
+            done = subprocess.run(command(where / "program.p4", where / "program.tofino", compiler),
+                                  capture_output=True, text=True, timeout=timeout)
+        except OSError as exc:
+            raise TargetError(f"{compiler}: cannot run it: {exc.strerror or exc}") from None
+        except subprocess.TimeoutExpired:
+            raise TargetError(f"{compiler} did not finish within {timeout:.0f} s") from None
+        if done.returncode == 0:
+            return read(where / "program.tofino")
+    errors = [line.split("error:", 1)[1].strip() for line in done.stderr.splitlines() if "error:" in line]
+    first = errors[0] if errors else (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+    if any(_DOES_NOT_FIT.search(e) for e in errors):
+        raise ResourceError(f"bf-p4c: {first}")
+    raise TargetError(f"bf-p4c refused the program (exit {done.returncode}): {first}")
