@@ -133,7 +133,12 @@ def sram_for_exact(t: TableLayout, pipeline: ir.Pipeline, target: Target) -> tup
         width_ad = max(1, ad_bits // target.sram_width)
         blocks_extra = math.ceil(t.size / (per_word_ad * target.sram_rows)) * width_ad
         data = 0
-    stored = math.ceil(max(0, key_bits - target.ghost_bits) / 8) * 8
+    # The RAM row a hash selects implies 10 key bits, and the RAM within a way a few more: bf-p4c's
+    # ways of a large table are several RAMs deep (up to 8: 3 more ghost bits; hICN's 1M ids stored
+    # 27 of their 40 key bits). Entries are packed bit by bit, not byte by byte.
+    rough = math.ceil(t.size / (target.max_entries_per_word * target.sram_rows))
+    way_rams = min(8, 1 << (max(1, rough // 4).bit_length() - 1))  # the smallest of 4 ways, a power of 2
+    stored = max(0, key_bits - target.ghost_bits - (way_rams.bit_length() - 1))
     entry_bits = stored + target.version_bits + instr + data
     if entry_bits <= target.sram_width:
         per_word, width = min(target.max_entries_per_word, target.sram_width // entry_bits), 1

@@ -43,22 +43,36 @@ def uses(p: ir.Pipeline, options: TofinoOptions = TofinoOptions()):
 
 
 def test_exact_table_sram_blocks_by_hand():
-    # Key 4 + 64 = 68 bits, 10 ghost bits: 58 -> 64 stored bits; + 4 version + 1 instruction
-    # (2 actions) + 4 immediate = 73 bits: one entry per 128-bit word.
+    # Key 4 + 64 = 68 bits, 10 ghost bits: 58 stored bits (packed bit by bit, as bf-p4c's table format
+    # does); + 4 version + 1 instruction (2 actions) + 4 immediate = 67 bits: one entry per 128-bit word.
     # 64 entries -> 1 RAM deep, raised to bf-p4c's minimum of 4 hash ways = 4 blocks.
     # 5000 entries -> ceil(5000 / 1024) = 5 RAMs.
     for size, blocks in ((64, 4), (5000, 5)):
         t = field_table("f", ir.Key("order.stock", 64, "exact"), size)
         _, u = uses(pipeline([t], ["f"]))
-        assert (u["f"].entry_bits, u["f"].entries_per_word, u["f"].sram_blocks, u["f"].tcam_blocks) == (73, 1, blocks, 0)
+        assert (u["f"].entry_bits, u["f"].entries_per_word, u["f"].sram_blocks, u["f"].tcam_blocks) == (67, 1, blocks, 0)
 
 
 def test_narrow_exact_table_packs_five_entries_per_word():
-    # Key 4 + 16 = 20 bits: 10 stored bits -> 16; 16 + 4 + 1 + 4 = 25 bits: 5 per word (the maximum).
-    # 100,000 entries: ceil(100000 / 5120) = 20 RAMs.
+    # Key 4 + 16 = 20 bits; 100,000 entries in ways of 4 RAMs (20 RAMs, 5 ways): 10 + 2 ghost bits, 8 stored;
+    # 8 + 4 + 1 + 4 = 17 bits: 7 would fit a word, 5 is the most bf-p4c packs. ceil(100000 / 5120) = 20 RAMs.
     t = field_table("f", ir.Key("order.qty", 16, "exact"), 100_000)
     _, u = uses(pipeline([t], ["f"]))
-    assert (u["f"].entry_bits, u["f"].entries_per_word, u["f"].sram_blocks) == (25, 5, 20)
+    assert (u["f"].entry_bits, u["f"].entries_per_word, u["f"].sram_blocks) == (17, 5, 20)
+
+
+def test_a_large_exact_table_stores_fewer_key_bits_per_entry():
+    # hICN-like: 1.25M entries of (8-bit state, 32-bit id): ways 8 RAMs deep, 13 ghost bits, 27 stored;
+    # 27 + 4 + 1 + 8 (the next state, immediate) = 40 bits, 3 per word: ceil(1250000 / 3072) = 407 RAMs
+    # (bf-p4c: 429 with the state in an action-data table; byte-rounded 32 stored bits gave 611).
+    t = ir.Table("f", (ir.Key(ir.STATE, 8, "exact"), ir.Key("order.id", 32, "exact")), ("set_big", "NoAction"),
+                 "NoAction", size=1_250_000, role="field")
+    big = ir.Action("set_big", (ir.Param("state", 8),), (ir.Primitive("set_meta", (ir.STATE, "state")),))
+    p = ir.Pipeline(spec=scalar_spec(), metadata=(ir.Metadata(ir.STATE, 8),), actions=BASE_ACTIONS + (big,),
+                    tables=(t,), control=("f",), entries=())
+    est = estimate(plan(p), check=False)
+    u = est.tables[0]
+    assert (u.entry_bits, u.entries_per_word, u.sram_blocks) == (40, 3, 407)
 
 
 def test_state_only_table_uses_one_ram_through_an_identity_hash():
@@ -141,12 +155,13 @@ def test_dependent_tables_take_one_stage_each_and_miss_tables_share_their_stage(
 
 
 def test_a_table_bigger_than_a_stage_spills_into_the_next_and_delays_its_dependents():
-    # 500,000 entries of 73 bits: 489 RAMs; 80 per stage -> stages 0..6; the next table starts at 7.
+    # 500,000 entries: ways of 8 RAMs, 13 ghost bits: 55 stored + 4 + 1 + 4 = 64 bits, 2 per word: 245 RAMs;
+    # 80 per stage -> stages 0..3; the next table starts at 4.
     big = field_table("a", ir.Key("order.stock", 64, "exact"), 500_000)
     leaf = ir.Table("leaf", (state_key(),), ("forward", "multicast", "drop_packet"), "drop_packet", size=64, role="leaf")
     est, u = uses(pipeline([big, leaf], ["a", "leaf"]))
-    assert u["a"].sram_blocks == 489
-    assert (u["a"].first_stage, u["a"].last_stage, u["leaf"].first_stage) == (0, 6, 7)
+    assert u["a"].sram_blocks == 245
+    assert (u["a"].first_stage, u["a"].last_stage, u["leaf"].first_stage) == (0, 3, 4)
 
 
 def chain(n: int) -> ir.Pipeline:
@@ -171,11 +186,11 @@ def test_recirculation_gives_a_second_pass_on_the_same_physical_stages():
 
 
 def test_more_memory_than_the_chip_is_a_resource_error_with_the_shortfall():
-    big = field_table("a", ir.Key("order.stock", 64, "exact"), 2_000_000)  # 1954 RAMs > 960
-    with pytest.raises(ResourceError, match=r"1954 SRAM blocks and tofino has 960 \(994 short\).*largest is a"):
+    big = field_table("a", ir.Key("order.stock", 64, "exact"), 2_000_000)  # 2 per word: 977 RAMs > 960
+    with pytest.raises(ResourceError, match=r"977 SRAM blocks and tofino has 960 \(17 short\).*largest is a"):
         uses(pipeline([big], ["a"]))
     est = estimate(plan(pipeline([big], ["a"])), check=False)
-    assert est.sram_blocks == 1954 and est.sram_percent == pytest.approx(100 * 1954 / 960)
+    assert est.sram_blocks == 977 and est.sram_percent == pytest.approx(100 * 977 / 960)
 
 
 def test_multicast_groups_against_the_pre_limit():
