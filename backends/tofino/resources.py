@@ -133,12 +133,12 @@ def sram_for_exact(t: TableLayout, pipeline: ir.Pipeline, target: Target) -> tup
         width_ad = max(1, ad_bits // target.sram_width)
         blocks_extra = math.ceil(t.size / (per_word_ad * target.sram_rows)) * width_ad
         data = 0
-    # The RAM row a hash selects implies 10 key bits, and the RAM within a way a few more: bf-p4c's
-    # ways of a large table are several RAMs deep (up to 8: 3 more ghost bits; hICN's 1M ids stored
-    # 27 of their 40 key bits). Entries are packed bit by bit, not byte by byte.
+    # The RAM row a hash selects implies 10 key bits, and in a table of ways 8 RAMs deep the RAM within
+    # the way 3 more (bf-p4c stored 27 of hICN's 40 key bits at 1M ids; ITCH's (state, code) table of
+    # 115k entries, 34 RAMs, kept 14 of its 24). Entries are packed bit by bit, not byte by byte.
     rough = math.ceil(t.size / (target.max_entries_per_word * target.sram_rows))
-    way_rams = min(8, 1 << (max(1, rough // 4).bit_length() - 1))  # the smallest of 4 ways, a power of 2
-    stored = max(0, key_bits - target.ghost_bits - (way_rams.bit_length() - 1))
+    deep_ways = rough >= 4 * 8
+    stored = max(0, key_bits - target.ghost_bits - (3 if deep_ways else 0))
     entry_bits = stored + target.version_bits + instr + data
     if entry_bits <= target.sram_width:
         per_word, width = min(target.max_entries_per_word, target.sram_width // entry_bits), 1
