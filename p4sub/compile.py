@@ -260,10 +260,15 @@ MAX_REFUSALS = 10
 
 
 class BfP4cJudge:
-    """``--fit-by bf-p4c``: bf-p4c runs on every program the estimate accepts; a ResourceError from it
-    goes into the compile's refusal loop like the estimate's (the entry budget is halved)."""
+    """``--fit-by bf-p4c``: bf-p4c runs on every program the estimate accepts.
 
-    def __init__(self) -> None:
+    Its "does not fit" goes into the compile's refusal loop like the estimate's, and the estimate is
+    held to fewer stages from then on: the refused program's estimated stages less what bf-p4c needed
+    beyond the chip (one for a PHV or crossbar refusal), so that the loop's next layout is one the
+    estimate judges smaller. A program bf-p4c already refused is refused again without running it (a
+    retry can render the same program)."""
+
+    def __init__(self, options) -> None:
         import shutil
 
         from backends.tofino import bf_p4c
@@ -273,15 +278,39 @@ class BfP4cJudge:
             raise P4subError(f"--fit-by bf-p4c: {bf_p4c.HOW_TO_GET}")
         self.compiler = compiler
         self.version = bf_p4c.version(compiler)
+        self.options = options
+        self.limit = options.target.stages  # what the estimate may use
+        self.refused: dict[str, ResourceError] = {}
         self.last = None  # bf-p4c's placement of the last program it accepted
+        self.first_refusal = ""
 
-    def wrap(self, render):
+    def wrap(self, build):
         from backends.tofino import bf_p4c
 
         def judged(pipeline):
-            rendered = render(pipeline)  # the estimate first: it refuses most misfits in a second
-            print(f"note: bf-p4c judging a layout of {len(pipeline.entries):,} entries ...", file=sys.stderr, flush=True)
-            self.last = bf_p4c.judge(rendered.program.text, self.compiler)
+            target = self.options.target
+            held = replace(self.options, target=replace(target, stages=self.limit))
+            try:
+                rendered = build(pipeline, held)  # the estimate first: it refuses most misfits in a second
+            except ResourceError as exc:
+                if self.limit == target.stages:
+                    raise
+                raise ResourceError(f"{exc} [held to {self.limit} of {target.stages} stages after bf-p4c refused a "
+                                    f"layout the estimate accepted: {self.first_refusal}]", codes=exc.codes) from None
+            text = rendered.program.text
+            if text in self.refused:
+                raise self.refused[text]
+            print(f"note: bf-p4c judging a layout of {len(pipeline.entries):,} entries"
+                  + (f" (the estimate held to {self.limit} stages)" if self.limit < target.stages else "") + " ...",
+                  file=sys.stderr, flush=True)
+            try:
+                self.last = bf_p4c.judge(text, self.compiler)
+            except bf_p4c.DoesNotFit as exc:
+                self.refused[text] = exc
+                self.first_refusal = self.first_refusal or str(exc)
+                over = max(1, exc.stages_used - target.stages) if exc.stages_used else 1
+                self.limit = max(1, min(self.limit, rendered.estimate.stages) - over)
+                raise
             return rendered
         return judged
 
@@ -290,7 +319,7 @@ class BfP4cJudge:
         from backends.tofino import bf_p4c
         from p4sub.build import judged
 
-        estimate = rendered.resources
+        estimate = {**rendered.resources, "stages_available": self.options.target.stages}
         return replace(rendered, resources=judged(estimate, self.last, bf_p4c.compare(estimate, self.last),
                                                   self.version))
 
@@ -344,8 +373,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.target != "tofino" or include:
             raise P4subError("--fit-by bf-p4c judges a whole Tofino program: it needs --target tofino "
                              "(and no include mode)")
-        judge = BfP4cJudge()
-        render = judge.wrap(render)
+        judge = BfP4cJudge(emit_options[0] if emit_options else backend.TofinoOptions())
+        render = judge.wrap(backend.build)
     refusals: list[str] = []
     rendered = None
     while render is not None and not args.like:

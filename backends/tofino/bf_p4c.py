@@ -24,7 +24,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from compiler.base import TargetError
+from compiler.base import ResourceError, TargetError
 
 COMPILER = "bf-p4c"
 HOW_TO_GET = (f"{COMPILER} is not on PATH. It is p4c built with -DENABLE_TOFINO=ON (https://github.com/p4lang/p4c, "
@@ -214,6 +214,14 @@ _DOES_NOT_FIT = re.compile(r"supports up to \d+ stages, using \d+|could not fit|
                            r"[Rr]an out of|not enough|too many", re.ASCII)
 
 
+class DoesNotFit(ResourceError):
+    """bf-p4c's "the program does not fit"; ``stages_used`` when it said how many stages it needed."""
+
+    def __init__(self, message: str, stages_used: int | None = None) -> None:
+        super().__init__(message)
+        self.stages_used = stages_used
+
+
 def judge(program_text: str, compiler: str = COMPILER, timeout: float | None = None) -> Measured:
     """bf-p4c on a rendered program, in a scratch directory: its placement, or ResourceError when it
     says the program does not fit (more stages than the chip, PHV, crossbar: the fit search then
@@ -223,8 +231,6 @@ def judge(program_text: str, compiler: str = COMPILER, timeout: float | None = N
     accepts: the estimate is a lower bound on stages (bf-p4c's greedy placement took up to 3 more on
     the programs measured, docs/tofino.md), so only bf-p4c can say a layout at the edge fits."""
     import tempfile
-
-    from compiler.base import ResourceError
 
     with tempfile.TemporaryDirectory(prefix="p4sub-bf-p4c-") as tmp:
         where = Path(tmp)
@@ -241,5 +247,6 @@ def judge(program_text: str, compiler: str = COMPILER, timeout: float | None = N
     errors = [line.split("error:", 1)[1].strip() for line in done.stderr.splitlines() if "error:" in line]
     first = errors[0] if errors else (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
     if any(_DOES_NOT_FIT.search(e) for e in errors):
-        raise ResourceError(f"bf-p4c: {first}")
+        used = next((int(m[1]) for e in errors if (m := re.search(r"using (\d+)", e))), None)
+        raise DoesNotFit(f"bf-p4c: {first}", used)
     raise TargetError(f"bf-p4c refused the program (exit {done.returncode}): {first}")

@@ -54,18 +54,36 @@ def stand_in(tmp_path, monkeypatch):
     return count
 
 
-def test_a_layout_bf_p4c_cannot_place_is_answered_with_a_smaller_one(stand_in, tmp_path, capsys):
+def test_a_layout_bf_p4c_cannot_place_is_answered_with_one_the_estimate_holds_to_fewer_stages(stand_in, tmp_path,
+                                                                                               capsys):
+    # gen rules' ITCH workload at 1,000 filters: the estimate places it in all 12 stages (bf-p4c: 14)
+    rules = tmp_path / "r.sub"
+    assert main(["gen", "rules", "--workload", "itch", "--filters", "1000", "-q", "-o", str(rules)]) == 0
     stand_in.write_text("1")
     out = tmp_path / "out"
-    assert main(["compile", ITCH, RULES, "--target", "tofino", "--fit-by", "bf-p4c", "-o", str(out)]) == 0
+    assert main(["compile", ITCH, str(rules), "--target", "tofino", "--fit-by", "bf-p4c", "-o", str(out)]) == 0
     err = capsys.readouterr().err
-    assert err.count("bf-p4c judging a layout") == 2 and "refused 1 larger layout" in err
+    judged = [line for line in err.splitlines() if "bf-p4c judging a layout" in line]
+    assert len(judged) == 2 and "(the estimate held to 11 stages)" in judged[1], err
+    assert "refused 1 larger layout" in err
     stats = json.loads((out / "stats.json").read_text())
     assert stats["target_refusals"] == ["tofino: bf-p4c: tofino supports up to 12 stages, using 13"]
     resources = json.loads((out / "resources.json").read_text())
     assert resources["source"] == "bf-p4c" and resources["compiler"] == "bf-p4c stand-in 0.0"
-    assert resources["estimate"]["source"] == "estimate"
+    assert resources["estimate"]["source"] == "estimate" and resources["estimate"]["stages"] <= 11
+    assert resources["stages_available"] == 12
     assert json.loads((out / "sources.json").read_text())["options"]["fit_by"] == "bf-p4c"
+
+
+def test_when_no_smaller_layout_exists_the_error_says_bf_p4c_refused(stand_in, tmp_path, capsys):
+    # The ITCH example's 12-slot union needs 11 stages by its dependencies alone: held to 10, nothing fits.
+    stand_in.write_text("1")
+    out = tmp_path / "out"
+    assert main(["compile", ITCH, RULES, "--target", "tofino", "--fit-by", "bf-p4c", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "[held to 10 of 12 stages after bf-p4c refused a layout the estimate accepted: bf-p4c: tofino supports " \
+           "up to 12 stages, using 13]" in err and "Traceback" not in err
+    assert not out.exists()
 
 
 def test_with_exact_a_refusal_is_the_answer(stand_in, tmp_path, capsys):
