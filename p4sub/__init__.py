@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     finally:
         if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGTERM, previous[0])
+            signal.signal(signal.SIGINT, previous[1])
 
 
 def cli() -> None:
@@ -99,20 +100,28 @@ def cli() -> None:
 
 def _interrupt_on_sigterm():
     """SIGTERM (``kill``, ``timeout``) raises KeyboardInterrupt as SIGINT does, so that staged outputs
-    (:mod:`compiler.base.outputs`) are cleaned up rather than left beside their target; the old handler."""
+    (:mod:`compiler.base.outputs`) are cleaned up rather than left beside their target. Only the first
+    SIGINT or SIGTERM interrupts: one that follows while the cleanup runs is ignored (a second Ctrl-C
+    50 ms after the first raised inside the cleanup and ended in a traceback). The old handlers."""
     if threading.current_thread() is not threading.main_thread():
         return None
 
     pid = os.getpid()
+    fired = []
 
     def interrupt(signum, frame):
         if os.getpid() != pid:  # a forked worker (route's process pool): terminate as by default
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
-        raise Terminated(signum)
+        if fired:
+            return
+        fired.append(signum)
+        raise Terminated(signum) if signum != signal.SIGINT else KeyboardInterrupt
 
-    return signal.signal(signal.SIGTERM, interrupt)
+    # A signal the parent set to be ignored (nohup, a background job) stays ignored.
+    return tuple(signal.getsignal(sig) if signal.getsignal(sig) == signal.SIG_IGN else signal.signal(sig, interrupt)
+                 for sig in (signal.SIGTERM, signal.SIGINT))
 
 
 class Terminated(KeyboardInterrupt):

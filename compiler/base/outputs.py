@@ -191,35 +191,55 @@ def _swap_into_place(stage: Path, target: Path) -> None:
     """Put ``stage`` at ``target``, removing what was there. Signals wait until it is done: both renames
     happen, or neither. With Linux's renameat2(RENAME_EXCHANGE) the swap is one atomic step even
     against a crash; elsewhere the old directory is first renamed aside (and put back if the second
-    rename fails), so a crash between the two leaves it beside ``target``, not lost."""
+    rename fails), so a crash between the two leaves it beside ``target``, not lost.
+
+    A SIGINT, SIGTERM or SIGHUP that arrived while the swap was blocking it undoes the swap before it
+    is delivered: the command is interrupted, and an interrupted command leaves ``target`` as it was
+    (the new directory is back at ``stage``, which the caller removes)."""
     blocked = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
     aside: Path | None = None
+    how = ""
     try:
         try:
-            if not target.exists():
-                os.rename(stage, target)
-                return
-            if not any(target.iterdir()):
+            if not target.exists() or not any(target.iterdir()):
+                was_empty_dir = target.exists()
                 os.rename(stage, target)  # rename(2) replaces an empty directory
-                return
-            if _exchange(stage, target):
-                aside = stage  # now holds the old directory
-                return
-            aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
-            os.rename(target, aside)  # replaces the empty directory just made
-            try:
-                os.rename(stage, target)
-            except OSError:
-                os.rename(aside, target)
-                aside = None
-                raise
+                how = "empty-dir" if was_empty_dir else "new"
+            elif _exchange(stage, target):
+                aside, how = stage, "exchanged"  # stage now holds the old directory
+            else:
+                aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+                os.rename(target, aside)  # replaces the empty directory just made
+                try:
+                    os.rename(stage, target)
+                except OSError:
+                    os.rename(aside, target)
+                    aside = None
+                    raise
+                how = "aside"
+            if signal.sigpending() & blocked:
+                aside = _undo_swap(how, stage, target, aside)
         except OSError as exc:
             raise P4subError(f"{target}: cannot put the new output in place: {exc.strerror or exc}") from None
     finally:
         if aside is not None:
             shutil.rmtree(aside, ignore_errors=True)
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+def _undo_swap(how: str, stage: Path, target: Path, aside: Path | None) -> Path | None:
+    """Put the old ``target`` back and the new directory at ``stage``; what is left to remove (None)."""
+    if how == "exchanged":
+        _exchange(stage, target)
+    elif how == "aside" and aside is not None:
+        os.rename(target, stage)
+        os.rename(aside, target)
+    else:
+        os.rename(target, stage)
+        if how == "empty-dir":
+            target.mkdir()
+    return None
 
 
 def _exchange(a: Path, b: Path) -> bool:

@@ -361,3 +361,88 @@ def test_a_report_under_a_file_is_refused_before_the_work(tmp_path, capsys):
     assert main(["netsim", str(tmp_path / "nowhere"), "--trace", str(blocker), "--publisher", "h1",
                  "--report", str(blocker)]) == 2
     assert "is a file, not a report directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("exchange", [True, False])
+@pytest.mark.parametrize("old", ["full", "empty", "absent"])
+def test_a_signal_that_arrives_during_the_swap_undoes_it(tmp_path, monkeypatch, exchange, old):
+    """A SIGTERM while the swap holds signals back: delivered after it, the command is interrupted, so
+    the old directory is put back (found by a probe: OUT held the new compile after 'interrupted')."""
+    import os
+    import signal
+
+    import compiler.base.outputs as outputs
+
+    out = tmp_path / "out"
+    if old != "absent":
+        out.mkdir()
+    if old == "full":
+        (out / "program.p4").write_text("old")
+        outputs.write_manifest(out, "compile", [])
+    real_exchange, real_rename = outputs._exchange, os.rename
+
+    def kill_after(fn):
+        def wrapped(*args):
+            result = fn(*args)
+            os.kill(os.getpid(), signal.SIGTERM)  # blocked now: pending until the swap is over
+            return result
+        return wrapped
+
+    if exchange:
+        monkeypatch.setattr(outputs, "_exchange", kill_after(real_exchange))
+    else:
+        monkeypatch.setattr(outputs, "_exchange", lambda a, b: False)
+    def rename(a, b):
+        real_rename(a, b)
+        if str(b) == str(out):  # a directory has just landed at OUT
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(outputs.os, "rename", rename)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with outputs.staged_dir(out, "compile", []) as stage:
+                (stage / "program.p4").write_text("new")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if old == "absent":
+        assert not out.exists()
+    elif old == "empty":
+        assert out.is_dir() and not any(out.iterdir())
+    else:
+        assert (out / "program.p4").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["out"] if old != "absent" else [])
+
+
+def test_a_second_interrupt_during_the_cleanup_is_ignored(tmp_path, monkeypatch):
+    """Ctrl-C twice, 50 ms apart (a probe's case): the first interrupts, the second lands in the cleanup and
+    must neither raise there (a traceback, the staging directory left behind) nor change the exit code."""
+    import os
+    import signal
+
+    import compiler.base.outputs as outputs
+
+    real_rmtree = outputs.shutil.rmtree
+
+    def second_ctrl_c_then_rmtree(path, *args, **kwargs):
+        if str(path).endswith(".staging"):
+            os.kill(os.getpid(), signal.SIGINT)
+        real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(outputs.shutil, "rmtree", second_ctrl_c_then_rmtree)
+
+    def interrupted_emit(pipeline, out_dir, *args):
+        os.kill(os.getpid(), signal.SIGINT)  # the first Ctrl-C, while the output is being written
+        raise AssertionError("the first SIGINT did not interrupt")
+
+    import backends.bmv2 as bmv2
+
+    monkeypatch.setattr(bmv2, "emit", interrupted_emit)
+    out = tmp_path / "out"
+    assert main(["compile", "apps/itch/itch.p4", "apps/itch/rules.sub", "--target", "bmv2", "-o", str(out)]) == 130
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
