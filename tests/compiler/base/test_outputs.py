@@ -363,52 +363,60 @@ def test_a_report_under_a_file_is_refused_before_the_work(tmp_path, capsys):
     assert "is a file, not a report directory" in capsys.readouterr().err
 
 
+SWAP_SCRIPT = r"""
+import os, signal, sys
+from pathlib import Path
+import compiler.base.outputs as outputs
+
+out, exchange, old = Path(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
+if old != "absent":
+    out.mkdir()
+if old == "full":
+    (out / "program.p4").write_text("old")
+    outputs.write_manifest(out, "compile", [])
+real_exchange, real_rename = outputs._exchange, os.rename
+
+def exchange_then_kill(a, b):
+    done = real_exchange(a, b)
+    os.kill(os.getpid(), signal.SIGTERM)  # blocked now: pending until the swap is over
+    return done
+
+outputs._exchange = exchange_then_kill if exchange else (lambda a, b: False)
+
+def rename(a, b):
+    real_rename(a, b)
+    if str(b) == str(out):  # a directory has just landed at OUT
+        os.kill(os.getpid(), signal.SIGTERM)
+
+outputs.os.rename = rename
+
+def interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+signal.signal(signal.SIGTERM, interrupt)
+try:
+    with outputs.staged_dir(out, "compile", []) as stage:
+        (stage / "program.p4").write_text("new")
+except KeyboardInterrupt:
+    sys.exit(143)
+sys.exit(0)
+"""
+
+
 @pytest.mark.parametrize("exchange", [True, False])
 @pytest.mark.parametrize("old", ["full", "empty", "absent"])
-def test_a_signal_that_arrives_during_the_swap_undoes_it(tmp_path, monkeypatch, exchange, old):
+def test_a_signal_that_arrives_during_the_swap_undoes_it(tmp_path, exchange, old):
     """A SIGTERM while the swap holds signals back: delivered after it, the command is interrupted, so
-    the old directory is put back (found by a probe: OUT held the new compile after 'interrupted')."""
-    import os
-    import signal
-
-    import compiler.base.outputs as outputs
+    the old directory is put back (found by a probe: OUT held the new compile after 'interrupted').
+    In a process of its own: signal masks are per thread, and pytest-xdist runs tests off the main one."""
+    import subprocess
+    import sys
 
     out = tmp_path / "out"
-    if old != "absent":
-        out.mkdir()
-    if old == "full":
-        (out / "program.p4").write_text("old")
-        outputs.write_manifest(out, "compile", [])
-    real_exchange, real_rename = outputs._exchange, os.rename
-
-    def kill_after(fn):
-        def wrapped(*args):
-            result = fn(*args)
-            os.kill(os.getpid(), signal.SIGTERM)  # blocked now: pending until the swap is over
-            return result
-        return wrapped
-
-    if exchange:
-        monkeypatch.setattr(outputs, "_exchange", kill_after(real_exchange))
-    else:
-        monkeypatch.setattr(outputs, "_exchange", lambda a, b: False)
-    def rename(a, b):
-        real_rename(a, b)
-        if str(b) == str(out):  # a directory has just landed at OUT
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    monkeypatch.setattr(outputs.os, "rename", rename)
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            with outputs.staged_dir(out, "compile", []) as stage:
-                (stage / "program.p4").write_text("new")
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    repo = Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, "-c", SWAP_SCRIPT, str(out), "1" if exchange else "0", old],
+                          capture_output=True, text=True, timeout=60, cwd=repo)
+    assert done.returncode == 143, done.stderr
     if old == "absent":
         assert not out.exists()
     elif old == "empty":
