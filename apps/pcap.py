@@ -17,7 +17,6 @@ For parallel replay a file can be cut at record boundaries into byte ranges
 from __future__ import annotations
 
 import io
-import itertools
 import os
 import struct
 from collections import Counter
@@ -620,17 +619,15 @@ def require_packets(path: str | os.PathLike[str]) -> None:
     stops at the first Ethernet record, so a good trace costs one chunk."""
     other: set[int] = set()
     with PcapReader(path, chunk_bytes=1 << 16) as reader:
-        chunks = reader.chunks(max_records=4096)
-        first = next(chunks, None)
-        if first is None:
-            damage = ", ".join(f"{n} {reason}" for reason, n in sorted(reader.damage.counts.items()))
-            raise TraceError(f"{os.fspath(path)}: holds no packets" + (f" ({damage})" if damage else "")
-                             + "; an empty capture is not a trace")
-        for chunk in itertools.chain((first,), chunks):
+        for chunk in reader.chunks(max_records=4096):  # a chunk may hold no record: only damaged bytes
             kinds = set(np.unique(np.asarray(chunk.linktypes)).tolist())
             if LINKTYPE_ETHERNET in kinds:
                 return
             other |= kinds
+        if not other:
+            damage = ", ".join(f"{n} {reason}" for reason, n in sorted(reader.damage.counts.items()))
+            raise TraceError(f"{os.fspath(path)}: holds no packets" + (f" ({damage})" if damage else "")
+                             + "; an empty capture is not a trace")
     named = ", ".join(f"{t} ({LINKTYPE_NAMES[t]})" if t in LINKTYPE_NAMES else str(t) for t in sorted(other))
     raise TraceError(f"{os.fspath(path)}: no Ethernet packet (link type {LINKTYPE_ETHERNET}): its link type is "
                      f"{named}, and p4sub's parsers start at an Ethernet header; capture on an Ethernet interface "

@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "deliveries reported (default: uniform traffic over each field's domain)")
     p.add_argument("--order-search", type=float, default=0.0, metavar="SECONDS",
                    help="search field orders per lane (sifting, the compiled size as the cost) for this long")
-    p.add_argument("--budget", default="", metavar="entries=N,groups=M,stages=S",
+    p.add_argument("--budget", default=None, type=budget_text, metavar="entries=N,groups=M,stages=S",
                    help=f"what the pipeline may use (default entries={Budget().entries},groups={Budget().groups},"
                         f"stages={Budget().stages}); auto delivery picks a layout that fits")
     p.add_argument("--allow-recirculation", action="store_true",
@@ -168,6 +168,15 @@ def like_options(old_out: str, options: CompileOptions) -> CompileOptions:
     if not path.is_file():
         raise P4subError(f"--like {old_out}: {path} does not exist (give the -o directory of an earlier compile)")
     return like(ir.load(path), options)
+
+
+def budget_text(text: str) -> str:
+    """``--budget``'s argument, refused when it names nothing: ``--budget ''`` compiled with the default
+    budget without a word, which ``--exact`` then judged against (a probe's case)."""
+    if not text.strip(" ,"):
+        raise argparse.ArgumentTypeError(f"{text!r} names nothing; expected entries=N,groups=M,stages=S "
+                                         "(leave --budget out for the default)")
+    return text
 
 
 def budget_items(text: str) -> set[str]:
@@ -325,6 +334,7 @@ class BfP4cJudge:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.budget = args.budget or ""  # not given: the default budget
     # The command keeps its rules, diagram and tables to the end: the collector would only walk them
     # again and again (at 100k rules, 3.1 of 6.3 s of CPU).
     with paused():

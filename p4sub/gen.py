@@ -225,10 +225,13 @@ def run_rules(args: argparse.Namespace) -> int:
         raise P4subError("--hosts-per-rule goes with --topology (network rules name hosts)")
     progress = _Progress("gen rules", args.progress or (not args.quiet and args.filters >= 1_000_000 and args.output != "-"))
     started = time.monotonic()
-    written = _write_lines(args.output, lines, lambda n: progress(n, args.filters))
+    with contextlib.ExitStack() as stack:
+        # The spec is written (to its temporary name, or into a device) before the rules replace their
+        # file, and put in place after them: a --spec-out that cannot be written leaves -o as it was.
+        if spec_text is not None:
+            _write_open(stack, args.spec_out, spec_text)
+        written = _write_lines(args.output, lines, lambda n: progress(n, args.filters))
     progress.finish()
-    if spec_text is not None:
-        _write_text(args.spec_out, spec_text)
     if not args.quiet:
         print(f"wrote {args.output if args.output != '-' else 'stdout'}: {written - 1:,} {args.workload} rules "
               f"in {time.monotonic() - started:.1f} s", file=sys.stderr)
@@ -320,9 +323,11 @@ def _without_spec(run: Callable[[argparse.Namespace], int]) -> Callable[[argpars
     return checked
 
 
-def _write_text(path: str, text: str) -> None:
+def _write_open(stack: contextlib.ExitStack, path: str, text: str) -> None:
+    """Write ``text`` for ``path`` under ``stack``: it is renamed into place when the stack closes
+    without an error (a device is written at once)."""
     try:
-        with staged(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
+        with open(stack.enter_context(staged(path)), "w", encoding="utf-8") as out:
             out.write(text)
     except OSError as exc:
         raise P4subError(f"{path}: cannot write: {exc.strerror or exc}") from None

@@ -22,6 +22,8 @@ TARGETS = ("none", "bmv2", "tofino")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from p4sub.compile import budget_text
+
     p = add_command(sub, "route", "route host subscriptions over a topology (Camus MR/TR, α) and compile every switch",
                     "p4sub route examples/fat-tree-4.topo examples/fat-tree-4.rules --spec apps/itch/itch.p4 "
                     "--policy tr -o out/net")
@@ -60,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lane-partition", choices=PARTITIONS, default="auto",
                    help="--delivery filters: how a switch's rules are split into lanes, as p4sub compile: hub, port "
                         "or auto (default: lanes by port, one lane and lanes by hub are tried)")
-    p.add_argument("--budget", default="", metavar="entries=N,groups=M,stages=S",
+    p.add_argument("--budget", default=None, type=budget_text, metavar="entries=N,groups=M,stages=S",
                    help="what each switch may use (default: the --target's limits, else p4sub compile's); a switch "
                         "that does not fit exactly is widened, its stats.json says so")
     p.add_argument("--exact", action="store_true",
@@ -121,6 +123,8 @@ def switch_options(args: argparse.Namespace, options: CompileOptions, spec, targ
 
 def run(args: argparse.Namespace) -> int:
     from compiler.spec import read_spec
+
+    args.budget = args.budget or ""  # not given: each target's budget
 
     if args.jobs is not None and args.jobs < 1:
         raise P4subError("--jobs must be at least 1")

@@ -34,12 +34,15 @@ def _columns(rows: list[dict[str, int]], fields: dict[str, QueryField]) -> dict[
 
 
 def _from_pcap(path: str, spec: Spec, fields: dict[str, QueryField], limit: int) -> dict[str, np.ndarray]:
-    from apps.pcap import PcapReader
+    from apps.pcap import LINKTYPE_ETHERNET, PcapReader, require_packets
     from runtime.parse_graph import parse_packet
 
+    require_packets(path)  # a capture of no Ethernet packet (tcpdump -i any) is refused, as replay refuses it
     out: list[dict[str, int]] = []
     with PcapReader(path) as reader:
         for record in reader:
+            if record.linktype != LINKTYPE_ETHERNET:
+                continue
             parsed = parse_packet(spec, record.data)
             headers = {f.split(".", 1)[0] for f in fields}
             depth = max((len(parsed.stacks.get(h, ())) for h in headers), default=0)

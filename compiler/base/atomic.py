@@ -13,6 +13,7 @@ link stays, as ``output_dir`` does for directories and ``>`` does for files.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -47,12 +48,20 @@ def staged(path: str | os.PathLike[str]) -> Iterator[str]:
     For a device, FIFO or socket the path itself (written in place). An OSError of the writing
     (``No space left on device``) becomes a P4subError naming ``path``, so the command exits 2.
     """
+    if os.fspath(path) in ("", "-"):
+        raise P4subError(f"{os.fspath(path)!r}: not a file name; give the file to write"
+                         + (" (/dev/stdout to write to the standard output)" if os.fspath(path) == "-" else ""))
     target = Path(path)
     if target.is_dir():
         raise P4subError(f"{target}: is a directory, not a file to write")
     if is_special(target):
-        with _write_errors(os.fspath(path), os.fspath(path)):
-            yield os.fspath(path)
+        held = _fifo_with_reader(target)
+        try:
+            with _write_errors(os.fspath(path), os.fspath(path)):
+                yield os.fspath(path)
+        finally:
+            if held is not None:
+                os.close(held)
         return
     if target.is_symlink():
         target = Path(os.path.realpath(target))  # replace the file the link names, keep the link
@@ -68,11 +77,37 @@ def staged(path: str | os.PathLike[str]) -> Iterator[str]:
     try:
         with _write_errors(os.fspath(path), tmp):
             yield tmp
+            os.chmod(tmp, output_mode(target, 0o666))  # mkstemp's 0600 is a temporary name's, not the output's
             os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _fifo_with_reader(target: Path) -> int | None:
+    """For a FIFO, a write end opened without waiting (None for other targets). A FIFO nobody reads
+    would block the command in open() for ever: refused at once. The end is held open while the
+    output is written, since closing it would give the reader its end of file before the data."""
+    try:
+        if not stat.S_ISFIFO(os.stat(target).st_mode):
+            return None
+        return os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise P4subError(f"{target}: a FIFO with no reader; start the reader first (e.g. cat {target} &)") from None
+        return None
+
+
+def output_mode(target: Path, default: int) -> int:
+    """The permissions an output gets: those of the file it replaces, else ``default`` less the umask
+    (as a shell's ``>`` or ``mkdir`` gives them)."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return default & ~mask
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from compiler.base.atomic import blocking_file, is_special, staged
+from compiler.base.atomic import blocking_file, is_special, output_mode, staged
 from compiler.base.errors import P4subError
 from compiler.base.manifest import MANIFEST, read_manifest, unlisted, write_manifest
 
@@ -52,6 +52,9 @@ def output_dir(path: str | os.PathLike[str]) -> Path:
     destroy what p4sub did not write. Called before the work too, so that a long compile is not
     thrown away at the end. Symbolic links are followed: the directory they name is replaced.
     """
+    if os.fspath(path) in ("", "-"):
+        raise P4subError(f"{os.fspath(path)!r}: not a directory name; give the output directory to write "
+                         "(a command that writes a directory has no standard-output form)")
     target = Path(os.path.abspath(path))
     if target.is_symlink():
         target = target.resolve()
@@ -196,6 +199,7 @@ def _swap_into_place(stage: Path, target: Path) -> None:
     A SIGINT, SIGTERM or SIGHUP that arrived while the swap was blocking it undoes the swap before it
     is delivered: the command is interrupted, and an interrupted command leaves ``target`` as it was
     (the new directory is back at ``stage``, which the caller removes)."""
+    os.chmod(stage, output_mode(target, 0o777))  # mkdtemp's 0700 is a staging directory's, not the output's
     blocked = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
     aside: Path | None = None

@@ -178,6 +178,30 @@ def test_replay_of_a_linux_cooked_capture_is_an_error_before_spark(tmp_path, cap
     assert code == 2 and f"{trace}: no Ethernet packet" in err and not (tmp_path / "r").exists()
 
 
+def test_compile_trace_of_a_linux_cooked_capture_is_refused_as_replay_refuses_it(tmp_path, capsys):
+    # compile --trace read an SLL capture as Ethernet: the sample was garbage and nothing said so (a probe's case)
+    from apps.pcap import PcapWriter
+
+    trace = tmp_path / "sll.pcap"
+    with PcapWriter(trace, linktype=113) as w:
+        w.write(b"\x00" * 60, 10**9)
+    code, err = p4sub(capsys, "compile", ITCH, ITCH_RULES, "-o", tmp_path / "out", "--trace", trace)
+    assert code == 2 and f"{trace}: no Ethernet packet" in err and not (tmp_path / "out").exists()
+
+
+def test_a_capture_of_only_damaged_bytes_holds_no_packets(tmp_path):
+    # one record header claiming 4 GiB, then the file ends: the reader's resynchronisation found no record
+    import struct
+
+    from apps.pcap import TraceError, require_packets
+
+    trace = tmp_path / "huge.pcap"
+    trace.write_bytes(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 262144, 1)
+                      + struct.pack("<IIII", 1, 0, 0xFFFFFFF0, 0xFFFFFFF0))
+    with pytest.raises(TraceError, match="holds no packets"):
+        require_packets(trace)
+
+
 @pytest.mark.parametrize("counter, target, expected", [
     ("@query_counter(rate, 100000000000000000000000000000, 1024", "bmv2",
      ":33:22: @query_counter(name, window_us, slots): window_us 100,000,000,000,000,000,000,000,000,000 is longer "

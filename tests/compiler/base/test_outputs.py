@@ -454,3 +454,81 @@ def test_a_second_interrupt_during_the_cleanup_is_ignored(tmp_path, monkeypatch)
     assert main(["compile", "apps/itch/itch.p4", "apps/itch/rules.sub", "--target", "bmv2", "-o", str(out)]) == 130
     assert sorted(p.name for p in tmp_path.iterdir()) == []
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_spec_out_that_cannot_be_written_leaves_the_rules_file_as_it_was(tmp_path):
+    rules = tmp_path / "old.sub"
+    rules.write_text("old\n")
+    (tmp_path / "adir").mkdir()
+    for spec_out in ("/dev/full", str(tmp_path / "adir")):
+        assert main(["gen", "rules", "--workload", "siena", "--filters", "20", "-q", "-o", str(rules),
+                     "--spec-out", spec_out]) == 2
+        assert rules.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "old.sub"]
+
+
+def test_a_fifo_without_a_reader_is_refused_at_once_and_one_with_a_reader_gets_the_output(tmp_path, capsys):
+    import os
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert main(["gen", "rules", "--workload", "itch", "--filters", "20", "-q", "-o", str(fifo)]) == 2
+    assert "a FIFO with no reader" in capsys.readouterr().err
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    try:
+        import time
+
+        for _ in range(100):  # the reader's open() must be waiting before the writer checks for it
+            if main(["gen", "rules", "--workload", "itch", "--filters", "20", "-q", "-o", str(fifo)]) == 0:
+                break
+            time.sleep(0.05)
+    finally:
+        reader.join(timeout=10)
+    assert got and got[0].count(b"\n") == 21
+
+
+def test_outputs_get_the_permissions_a_shell_would_give_them(tmp_path):
+    import os
+    import stat
+
+    mask = os.umask(0o022)
+    try:
+        new = tmp_path / "new.sub"
+        assert main(["gen", "rules", "--workload", "itch", "--filters", "5", "-q", "-o", str(new)]) == 0
+        assert stat.S_IMODE(new.stat().st_mode) == 0o644
+        kept = tmp_path / "kept.sub"
+        kept.write_text("x")
+        kept.chmod(0o640)
+        assert main(["gen", "rules", "--workload", "itch", "--filters", "5", "-q", "-o", str(kept)]) == 0
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+        out = tmp_path / "out"
+        assert main(["compile", "apps/itch/itch.p4", "apps/itch/rules.sub", "-o", str(out)]) == 0
+        assert stat.S_IMODE(out.stat().st_mode) == 0o755
+    finally:
+        os.umask(mask)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["compile", "apps/itch/itch.p4", "apps/itch/rules.sub", "-o", "-"], "'-': not a directory name"),
+    (["compile", "apps/itch/itch.p4", "apps/itch/rules.sub", "-o", ""], "'': not a directory name"),
+    (["compile", "apps/itch/itch.p4", "apps/itch/rules.sub", "-o", "OUT", "--dot", "-"], "'-': not a file name"),
+])
+def test_dash_and_empty_are_no_output_names(tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    import shutil
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[3]
+    shutil.copytree(repo / "apps/itch", tmp_path / "apps/itch")
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["apps"]
+
+
+def test_an_empty_budget_is_refused(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["compile", "apps/itch/itch.p4", "apps/itch/rules.sub", "-o", "x", "--budget", "", "--exact"])
+    assert info.value.code == 2 and "--budget: '' names nothing" in capsys.readouterr().err
