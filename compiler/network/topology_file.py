@@ -38,6 +38,9 @@ from compiler.network.topology import (
     valid_name,
 )
 
+#: The highest port a topology file may name (a target's own, narrower limit is checked by its backend).
+MAX_PORT = (1 << 32) - 1
+
 
 @dataclass(frozen=True)
 class _Token:
@@ -176,6 +179,9 @@ def parse_topology(text: str, filename: str = "<string>") -> Topology:
                 raise err(f"switch ports start at 1, got {port}", lineno, tok.column + len(node) + 1)
             if port < 0:
                 raise err(f"ports are non-negative, got {port}", lineno, tok.column + len(node) + 1)
+            if port > MAX_PORT:
+                raise err(f"port {port} is more than {MAX_PORT:,} (no switch numbers its ports past 32 bits)",
+                          lineno, tok.column + len(node) + 1)
             if (node, port) in used_ports:
                 raise err(f"port {node}:{port} already used on line {used_ports[node, port]}", lineno, tok.column)
             used_ports[node, port] = lineno

@@ -104,6 +104,7 @@ BAD = [
     ("switch a id=0\n", 1, 13, "ids start at 1"),
     ("switch a id=2\nswitch b\nlink a:1 b:1\n", 2, 8, "has no id="),
     ("switch a\nlink a:1 a:2\n", 2, 10, "to itself"),
+    ("switch a\nswitch b\nlink a:1 b:99999999999999999999999\n", 3, 12, "is more than 4,294,967,295"),
 ]
 
 
