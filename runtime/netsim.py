@@ -288,6 +288,8 @@ def trace_batches(path: str | Path, network: Network, spec: Spec | None = None) 
     with open_input(p, "trace", limit=False) as f:  # streamed: a regular file of any size
         magic = f.read(4)
     pcap = magic in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a")
+    if not pcap and p.suffix.lower() in (".pcap", ".pcapng", ".cap"):
+        require_packets(p)  # named as a capture but not one: the pcap reader says what its magic is
     if pcap:
         spec = spec or network.spec
         from runtime.columnar import SpecReader

@@ -101,7 +101,10 @@ class Listed:
                 raise P4subError(f"{path}: not in {self.root / MANIFEST} (compile {self.doc['compile_id']}): no p4sub "
                                  "command wrote it; recompile, or run p4sub build for program.json and p4info.txt")
             if not path.is_file():
-                raise P4subError(f"{path}: listed in {self.root / MANIFEST} but missing; {RECOMPILE}")
+                what = ("is a directory" if path.is_dir() else "is a device, FIFO or socket" if path.exists()
+                        else "is missing")
+                raise P4subError(f"{path}: listed in {self.root / MANIFEST} as a file p4sub wrote, but {what} "
+                                 f"now; {RECOMPILE}")
             if file_sha256(path) != want:
                 raise P4subError(f"{path}: changed since p4sub wrote it (its SHA-256 differs from the one in "
                                  f"{self.root / MANIFEST}, compile {self.doc['compile_id']}); {RECOMPILE}")

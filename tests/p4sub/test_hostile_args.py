@@ -271,6 +271,25 @@ def test_a_pcap_where_text_is_read_is_called_a_pcap(tmp_path, capsys):
     assert code == 2 and "rule file is not UTF-8 text" in err and "it is a pcap capture" in err
 
 
+def test_netsim_calls_a_damaged_capture_a_capture(tmp_path, capsys):
+    # a .pcap whose magic is no capture's was read as JSON lines: "trace is not UTF-8 text" (a probe's case)
+    net, trace = tmp_path / "net", tmp_path / "bad.pcap"
+    assert p4sub(capsys, "route", "examples/fat-tree-4.topo", "examples/fat-tree-4.rules", "--spec", ITCH, "-o", net,
+                 "--quiet")[0] == 0
+    trace.write_bytes(b"XXXX" + bytes(60))
+    code, err = p4sub(capsys, "netsim", net, "--trace", trace, "--publisher", "h1")
+    assert code == 2 and "not a pcap or pcapng file (magic 0x58585858)" in err
+
+
+def test_an_update_over_a_base_whose_pipeline_is_no_longer_a_file_says_what_it_is(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert p4sub(capsys, "compile", ITCH, ITCH_RULES, "-o", out)[0] == 0
+    (out / "pipeline.json").unlink()
+    (out / "pipeline.json").mkdir()
+    code, err = p4sub(capsys, "compile", "--update", out, ITCH_RULES, "-o", tmp_path / "new")
+    assert code == 2 and "pipeline.json: listed in" in err and "but is a directory now" in err
+
+
 def test_verify_without_recorded_rules_speaks_of_verify(tmp_path, capsys):
     out = tmp_path / "out"
     assert p4sub(capsys, "compile", ITCH, ITCH_RULES, "-o", out)[0] == 0
