@@ -22,6 +22,12 @@ def paused() -> Iterator[None]:
     gc.disable()
     try:
         yield
+    except KeyboardInterrupt:
+        # Interrupted: the process ends soon. Everything the block built is still in the youngest
+        # generation, and the first collection after gc.enable() would walk all of it (2 s and more
+        # between a SIGTERM and the exit of a large compile); frozen, collections skip it.
+        gc.freeze()
+        raise
     finally:
         if enabled:
             gc.enable()
