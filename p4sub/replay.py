@@ -209,6 +209,10 @@ def run(args: argparse.Namespace) -> int:
         lap("report")
         stopping.join()
         lap("stop")
+        if not data["messages"]:  # e.g. a capture whose only records the reader recovered from damage
+            raise P4subError(f"{', '.join(map(str, args.trace))}: no message the spec reads in it, so nothing was "
+                             "replayed (a trace in which nothing mattered is not a result); check that it is the "
+                             "feed the rules subscribe to")
         order = ("start", "rules", "index", "session", "split", "job", "driver", "report", "stop")
         stages = {k: stages[k] for k in order}
         total = sum(stages.values())

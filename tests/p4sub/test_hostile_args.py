@@ -271,6 +271,20 @@ def test_a_pcap_where_text_is_read_is_called_a_pcap(tmp_path, capsys):
     assert code == 2 and "rule file is not UTF-8 text" in err and "it is a pcap capture" in err
 
 
+def test_replay_of_a_capture_with_no_message_is_an_error(tmp_path, capsys):
+    # Ethernet records of nothing ITCH (as a reader's resynchronisation recovers from a damaged capture):
+    # "replayed 0 messages", exit 0 before (a probe's case)
+    from apps.pcap import PcapWriter
+
+    out, trace = tmp_path / "out", tmp_path / "zeros.pcap"
+    assert p4sub(capsys, "compile", ITCH, ITCH_RULES, "-o", out)[0] == 0
+    with PcapWriter(trace) as w:
+        for i in range(4):
+            w.write(bytes(60), 10**9 + i)
+    code, err = p4sub(capsys, "replay", out, "--trace", trace, "--quiet", "--report", tmp_path / "r")
+    assert code == 2 and "no message the spec reads in it" in err and not (tmp_path / "r").exists()
+
+
 def test_netsim_calls_a_damaged_capture_a_capture(tmp_path, capsys):
     # a .pcap whose magic is no capture's was read as JSON lines: "trace is not UTF-8 text" (a probe's case)
     net, trace = tmp_path / "net", tmp_path / "bad.pcap"
