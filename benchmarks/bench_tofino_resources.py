@@ -20,8 +20,9 @@ workload that does not fit still prints its percentages (and says that it does n
     .venv/bin/python benchmarks/bench_tofino_resources.py --bf-p4c OUT  # and bf-p4c's placement of each
 
 With ``--bf-p4c OUT`` each workload's program is written to ``OUT/<workload>`` (what ``compile --target
-tofino`` writes) and bf-p4c (on PATH) places it: its SRAM/TCAM percentages and stages are printed
-beside the estimate's, from ``pipe/logs/resources.json``.
+tofino`` writes) and bf-p4c (on PATH) places it in a scratch directory: its SRAM/TCAM percentages
+and stages (from its ``pipe/logs/resources.json``) are printed beside the estimate's; ``p4sub build
+OUT/<workload>`` keeps its logs.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from backends.tofino import bf_p4c, build, compile_budget, compile_options, writ
 from backends.tofino.layout import plan  # noqa: E402
 from backends.tofino.resources import estimate  # noqa: E402
 from compiler import rules as ast
-from compiler.base.errors import ResourceError
+from compiler.base.errors import P4subError, ResourceError
 from compiler.compile import CompileOptions, compile_rules
 from compiler.spec.model import (
     Extract,
@@ -167,20 +168,16 @@ def main() -> None:
 
 
 def judge(rendered, out: Path) -> str:
-    """bf-p4c's placement of the rendered program: SRAM %, TCAM %, stages (or its first error)."""
-    import subprocess
-
+    """bf-p4c's placement of the rendered program (written to ``out`` as compile writes it): SRAM %,
+    TCAM %, stages, or its refusal (:func:`backends.tofino.bf_p4c.judge`, as ``--fit-by bf-p4c`` runs it)."""
     write(rendered, out)
-    into = out / "program.tofino"
     started = time.perf_counter()
-    done = subprocess.run(bf_p4c.command(out / "program.p4", into), capture_output=True, text=True)
-    seconds = time.perf_counter() - started
-    if done.returncode:
-        errors = [x for x in done.stderr.splitlines() if "error" in x.lower()]
-        return f"refused after {seconds:.0f} s: {(errors or ['exit ' + str(done.returncode)])[0]}"
-    m = bf_p4c.read(into)
+    try:
+        m = bf_p4c.judge(rendered.program.text)
+    except P4subError as exc:
+        return f"refused after {time.perf_counter() - started:.0f} s: {exc}"
     return (f"SRAM {m.sram_percent:.2f} % ({m.sram_blocks} blocks), TCAM {m.tcam_percent:.2f} % "
-            f"({m.tcam_blocks} blocks), {m.stages} stages, in {seconds:.0f} s")
+            f"({m.tcam_blocks} blocks), {m.stages} stages, in {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":

@@ -96,15 +96,10 @@ def main(argv: list[str] | None = None, *, exit_when_interrupted: bool = False) 
 
 
 def cli() -> None:
-    """The ``p4sub`` command: :func:`main`, then exit. An interrupted command exits at once, without
-    the interpreter's teardown, which freeing a large compile's objects made take 10 s and more
-    after a SIGTERM (its outputs are already cleaned up by then)."""
-    code = main(exit_when_interrupted=True)
-    if code >= 128:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
+    """The ``p4sub`` command: :func:`main`, then exit. An interrupted command ends inside main's
+    handler, without the interpreter's teardown, which freeing a large compile's objects made take
+    10 s and more after a SIGTERM (its outputs are already cleaned up by then)."""
+    sys.exit(main(exit_when_interrupted=True))
 
 
 def _interrupt_on_sigterm():

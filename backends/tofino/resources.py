@@ -16,8 +16,9 @@ sizes p4sub declares (the IR's entry counts times headroom):
   as the key's match bytes need: 11 nibbles per 44-bit block, one of them the table's version
   (:func:`backends.tofino.ranges.tcam_blocks_wide`, after bf-p4c's table format, not its first-pass
   estimate, which put 6 bytes in one block: bf-p4c placed them in two). A range key takes one byte
-  per nibble (its nibbles must fit a 5-byte ternary ixbar group). Rows: one per entry, except range tables, which get what ``@entries_with_ranges`` (emitted
-  by the renderer from the real entries) makes bf-p4c reserve. Action instruction and immediate data
+  per nibble (its nibbles must fit a 5-byte ternary ixbar group). Rows: one per entry, except range
+  tables, which get what ``@entries_with_ranges`` (emitted by the renderer from the real entries)
+  makes bf-p4c reserve. Action instruction and immediate data
   go in a ternary-indirect SRAM table: one word of at least 8 bits (a power of two) per entry.
 * **Stages**: a table that reads a metadata field an earlier table writes (a match dependency), or
   writes one it writes (an action dependency), starts in a later stage; a table applied only on
