@@ -204,7 +204,7 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     action_text = {a.name: d for a, d in zip([a for a in pipeline.actions if a.name != "NoAction"],
                                              action_decls(pipeline, tna))}
 
-    counters = render_state(pipeline, tna.query_metadata, target.ingress_prsr_md)
+    counters = render_state(pipeline, tna.query_metadata, target.ingress_md)
     meta_members = [Member(bits(m.width), meta_member(m.name)) for m in pipeline.metadata if m.name not in keep]
     meta_members += user_call_members(pipeline) + counters.members
     egress_meta = [Member(bits(1), meta_member(k)) for k in batched.keep_fields]

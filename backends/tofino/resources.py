@@ -27,6 +27,11 @@ sizes p4sub declares (the IR's entry counts times headroom):
   memory (Tofino's MAU stages serve both threads); each thread has its own dependency chain. A stage
   also has 12 ternary-crossbar groups of 5 bytes and 128 exact-crossbar bytes: a table takes its
   groups (TCAM) or its key bytes (SRAM) in every stage it is in.
+* **Counters** (:mod:`backends.tofino.state`) update their registers before the tables: a count in
+  the first stage, a sum's window there and its value in the second, so a table matching a count
+  starts in stage 1 at the earliest and one matching a sum in stage 2; every other ingress table
+  follows the counters' statements into stage 1 (bf-p4c placed examples/stateful so). A register
+  takes the RAMs its cells fill (1,024 rows of 128 bits each) and one spare, in its stage.
 * **Recirculation** (``allow_recirculation``): when the ingress chain needs more than 12 stages, it
   is cut at a table boundary into two passes; the second pass reuses the same physical stages, so
   memory is still counted once per physical stage. Each pass costs the packet another trip through
@@ -52,6 +57,7 @@ from dataclasses import asdict, dataclass, replace
 from backends.tofino.layout import KeyLayout, Layout, TableLayout, entries_with_ranges
 from backends.tofino.network import network_stage
 from backends.tofino.ranges import nibbles, tcam_blocks_wide, ternary_groups
+from backends.tofino.state import registers
 from backends.tofino.target import Target
 from compiler import ir
 from compiler.base import ResourceError
@@ -320,6 +326,10 @@ def _schedule(layout: Layout, uses: dict[str, TableUse], allow_recirculation: bo
     passes = target.passes_with_recirculation if allow_recirculation else 1
     stages = _Stages(target)
     placed: dict[str, tuple[int, int]] = {}
+    ready = counter_stages(pipeline)
+    for stage, rams in register_rams(pipeline, target):
+        stages.sram[stage] -= rams
+        stages.ids[stage] -= 1
     for control, gress in ((pipeline.control, "ingress"), (_egress_control(layout), "egress")):
         for t in independent:
             if t.gress == gress:
@@ -334,7 +344,8 @@ def _schedule(layout: Layout, uses: dict[str, TableUse], allow_recirculation: bo
         limit_passes = passes if gress == "ingress" else 1
         for unit in units:
             snap = stages.snapshot()
-            result = _place_unit(unit, deps, placed, uses, stages, pass_start, target.stages * limit_passes)
+            earliest = {n: _ready(pipeline.table(n), ready) for n in unit} if gress == "ingress" else {}
+            result = _place_unit(unit, deps, placed, uses, stages, pass_start, target.stages * limit_passes, earliest)
             if result is not None and result[0] // target.stages != result[1] // target.stages:
                 result = None  # a unit (a table and its miss chain) must run in one pass
             if result is None and pass_start + target.stages < target.stages * limit_passes:
@@ -342,10 +353,33 @@ def _schedule(layout: Layout, uses: dict[str, TableUse], allow_recirculation: bo
                 for name in unit:
                     placed.pop(name, None)
                 pass_start += target.stages
-                result = _place_unit(unit, deps, placed, uses, stages, pass_start, pass_start + target.stages)
+                result = _place_unit(unit, deps, placed, uses, stages, pass_start, pass_start + target.stages,
+                                     earliest)
             if result is None:
                 _raise_no_room(unit[0], uses, placed, target, allow_recirculation, gress)
     return placed
+
+
+def register_rams(pipeline: ir.Pipeline, target: Target) -> list[tuple[int, int]]:
+    """(stage, SRAM blocks) of every counter register: the RAMs its cells fill, and the spare RAM
+    a stateful table takes beside them (bf-p4c: 2 blocks for 1,024 cells of 32 or 64 bits)."""
+    return [(stage, math.ceil(u.size * bits / (target.sram_rows * target.sram_width)) + 1)
+            for u in pipeline.updates for stage, bits in registers(u)]
+
+
+def counter_stages(pipeline: ir.Pipeline) -> dict[str, int]:
+    """The stage from which each counter read is in metadata ("" for every other ingress table)."""
+    if not pipeline.updates:
+        return {}
+    ready = {"": 1}
+    for u in pipeline.updates:
+        for r in u.reads:
+            ready[r.field] = 2 if u.total else 1
+    return ready
+
+
+def _ready(table: ir.Table, ready: dict[str, int]) -> int:
+    return max([ready.get("", 0)] + [ready.get(k.field, 0) for k in table.keys])
 
 
 def _units(order: list[tuple[str, str | None]]) -> list[list[str]]:
@@ -359,10 +393,11 @@ def _units(order: list[tuple[str, str | None]]) -> list[list[str]]:
 
 
 def _place_unit(unit: list[str], deps: dict[str, set[str]], placed: dict[str, tuple[int, int]],
-                uses: dict[str, TableUse], stages: _Stages, pass_start: int, limit: int) -> tuple[int, int] | None:
+                uses: dict[str, TableUse], stages: _Stages, pass_start: int, limit: int,
+                ready: dict[str, int]) -> tuple[int, int] | None:
     lo, hi = None, None
     for name in unit:
-        earliest = max([pass_start] + [placed[d][1] + 1 for d in deps[name] if d in placed])
+        earliest = max([pass_start + ready.get(name, 0)] + [placed[d][1] + 1 for d in deps[name] if d in placed])
         spot = stages.place(uses[name], earliest, limit)
         if spot is None:
             return None
@@ -409,7 +444,7 @@ def estimate(layout: Layout, check: bool = True) -> Estimate:
     if network:
         with_actions = replace(pipeline, actions=pipeline.actions + stage.actions())
         uses.update({t.name: table_use(t, with_actions, target) for t in network})
-    sram = sum(u.sram_blocks for u in uses.values())
+    sram = sum(u.sram_blocks for u in uses.values()) + sum(rams for _, rams in register_rams(pipeline, target))
     tcam = sum(u.tcam_blocks for u in uses.values())
     groups = len(pipeline.multicast_groups)
     placed: dict[str, tuple[int, int]] = {}
