@@ -21,7 +21,10 @@ path) and leaves the spec as it was otherwise.
 
 Which element holds which message does not matter to the union program (each message slot has its
 own copy of the tables, all alike); ``batch="first"`` evaluates element 0, so for it the parse stops
-after the first element of the queried stack (``first_only``), which is then element 0.
+after the first element of the queried stack (``first_only``), which is then element 0. A fixed
+stack is declared with the elements the longest path extracts (one after ``first_only``): bf-p4c
+allocates PHV to every declared element, and ITCH's twelve left none for a header-stack edge's
+label metadata.
 """
 
 from __future__ import annotations
@@ -111,7 +114,11 @@ def fix_stack_indices(spec: Spec) -> tuple[Spec, bool]:
             else:
                 keys.append(k)
         fixed[name] = replace(st, statements=tuple(statements), select_keys=tuple(keys))
-    new = replace(spec, parser_states=fixed)
+    # A stack holds the elements the longest path extracts and no more: bf-p4c gives every declared
+    # element PHV, and a parse cut after the first message (first_only) needs one of 12.
+    need = {s: max(1, remaining(start, s)) for s in used}
+    headers = tuple(replace(h, stack_size=need[h.name]) if h.name in need else h for h in spec.headers)
+    new = replace(spec, parser_states=fixed, headers=headers)
     return (new, True) if _deparses_in_wire_order(new, start, sizes) else (spec, False)
 
 

@@ -64,6 +64,7 @@ from backends.tofino.layout import KeyLayout, Layout, TableLayout, TofinoOptions
 from backends.tofino.layout import plan as plan_layout
 from backends.tofino.op_tree import op_tree
 from backends.tofino.program import EGRESS_HEADERS, EGRESS_METADATA, SPEC_START, table_text, tna_spec
+from backends.tofino.stack_parse import first_only, fix_stack_indices
 from backends.tofino.target import TOFINO1, Target, facts
 from compiler import ir
 from compiler.base import TargetError
@@ -228,6 +229,12 @@ def subscription_context(plan: CombinedPlan | VtPlan, target: Target) -> tuple[d
     layout = subscription_layout(plan, target)
     messages = message_layout(pipeline)
     stacked = {h for h in messages.query_headers if spec.header(h).stack_size}
+    from_back = False
+    if stacked and messages.stack:
+        # Only the first message is evaluated: the parse stops after it and the rest rides as payload
+        # (ITCH's 12 parsed messages left no PHV for the label stack's metadata: bf-p4c's PHV allocation
+        # failed), and the elements get fixed indices (the parser's match registers, as in program.py).
+        spec, from_back = fix_stack_indices(first_only(spec, messages.stack))
     key_expr = _key_expression(stacked, facts(target).query_metadata)
     tables = []
     for t in layout.tables:
@@ -236,7 +243,7 @@ def subscription_context(plan: CombinedPlan | VtPlan, target: Target) -> tuple[d
         name=pipeline.name, spec_path=pipeline.spec.path, eth=eth, stopped=stopped, first_only=bool(stacked),
         header_types=header_type_decls(spec), spec_members=[header_member(h).render() for h in spec.headers],
         parser_states=[s for s in parser_states(spec, packet="pkt") if not s.startswith("state start {")],
-        emits=emit_statements(spec, packet="pkt"),
+        emits=emit_statements(spec, packet="pkt", descending=from_back),
         actions=action_decls(pipeline, facts(target)), tables=tables, apply_lines=apply_statements(pipeline),
         valid_condition=guard_condition(pipeline),
         rset_meta=field_expression(RSET_META), rset_ref=RSET_META,

@@ -41,6 +41,15 @@ def test_first_only_puts_the_first_message_in_element_0():
     assert fixed
     headers = {s.header for st in spec.parser_states.values() for s in st.statements if isinstance(s, Extract)}
     assert {h for h in headers if "[" in h} == {"mold_msg[0]", "add_order[0]"}
+    # ... and the stacks are declared with that one element (bf-p4c gives every declared element PHV)
+    assert spec.header("mold_msg").stack_size == spec.header("add_order").stack_size == 1
+    assert [e for e in emit_statements(spec, descending=fixed) if "[" in e] == [
+        "packet.emit(hdr.mold_msg[0]);", "packet.emit(hdr.add_order[0]);"]
+
+
+def test_a_fixed_stack_keeps_the_elements_its_longest_path_extracts():
+    spec, fixed = fix_stack_indices(_itch())
+    assert fixed and spec.header("mold_msg").stack_size == spec.header("add_order").stack_size == 12
 
 
 def test_a_select_on_an_element_an_earlier_state_extracted_is_left_as_it_was():

@@ -174,6 +174,11 @@ def test_program_facts_match_the_plan(plan):
         assert info["egress_parse_bytes"] <= 160
         assert f"p4sub_label_t[{plan.max_labels}] p4sub_label;" in text
         assert ("p4sub_push_stack" in text) == sp.ingress
+        # The edge evaluates the first message: it parses that one and leaves the rest as payload
+        # (twelve parsed ITCH messages left bf-p4c no PHV for the label metadata).
+        if sp.ingress:
+            assert "add_order_t[1] add_order;" in text and "mold_msg_t[1] mold_msg;" in text
+        assert not re.search(r"hdr\.add_order\[[1-9]", text)
         assert "recirculate" not in text and "resubmit" not in text
         assert "#include <core.p4>" in text and "#include <tna.p4>" in text
         assert re.search(r"state start \{\s*pkt\.extract\(ig_intr_md\);\s*pkt\.advance\(PORT_METADATA_SIZE\);", text)
