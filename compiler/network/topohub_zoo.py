@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import importlib.resources
 import importlib.util
-import json
 from dataclasses import dataclass
 
 import networkx as nx
@@ -62,7 +61,7 @@ def topohub_graph(name: str) -> nx.Graph:
 
     try:
         data = topohub.get(f"{GROUP}/{name}")
-    except (KeyError, OSError, ValueError, json.JSONDecodeError) as exc:
+    except (KeyError, OSError, ValueError) as exc:  # ValueError: bad JSON
         raise P4subError(f"zoo:{name}: topohub {hub.version} could not read its data: {exc!r}") from None
     try:
         graph: nx.Graph = nx.MultiGraph() if data.get("multigraph") else nx.Graph()
