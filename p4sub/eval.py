@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     d.add_argument("--topology", required=True,
-                   help="fat-tree:K, leaf-spine:L,S,H, jellyfish:N[,DEGREE[,HOSTS]], facebook, FILE.topo or FILE.graphml")
+                   help="fat-tree:K, leaf-spine:L,S,H, jellyfish:N[,DEGREE[,HOSTS]], facebook, zoo:NAME, FILE.topo or FILE.graphml")
     d.add_argument("--subscribers", default="10-90",
                    help="percent of hosts receiving each notification: A-B (steps of 10), A-B:STEP or A,B,C (default 10-90)")
     d.add_argument("--runs", type=int, default=100, help="runs per data point (default 100)")

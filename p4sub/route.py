@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "route", "route host subscriptions over a topology (Camus MR/TR, α) and compile every switch",
                     "p4sub route examples/fat-tree-4.topo examples/fat-tree-4.rules --spec apps/itch/itch.p4 "
                     "--policy tr -o out/net")
-    p.add_argument("topology", help="fat-tree:K, leaf-spine:L,S,H, jellyfish:N[,D[,H]], facebook, a .topo or .graphml file")
+    p.add_argument("topology", help="fat-tree:K, leaf-spine:L,S,H, jellyfish:N[,D[,H]], facebook, zoo:NAME, a .topo or .graphml file")
     p.add_argument("rules", help="network rule file: filters with fwd(HOST, ...) naming hosts of the topology")
     p.add_argument("--spec", required=True, help="P4 spec with the protocol's headers and @query_* annotations")
     p.add_argument("-o", "--out", required=True, help="output directory (one subdirectory per switch)")

@@ -4,6 +4,8 @@
   generators (fat tree, leaf-spine, Facebook fabric, Jellyfish);
 * :mod:`.topology_file` - p4sub's ``.topo`` text and Topology Zoo GraphML, read and written;
 * :mod:`.topology_arg` - a topology as a user names it (``fat-tree:4``, a file, ``zoo:Dfn``);
+* :mod:`.topohub_zoo` - Topology Zoo networks from the ``topohub`` package, for ``zoo:NAME`` when no
+  Zoo GraphML is on the machine;
 * :mod:`.host_rules` - network rule files, whose actions name hosts (``fwd(h12)``);
 * :mod:`.routing` - Camus Algorithm 1 (MR and TR policies, α-approximation towards switches);
 * :mod:`.compile` - route, then compile every switch with the single-switch core, in a process

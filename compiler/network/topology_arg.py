@@ -6,6 +6,7 @@ generated ones are bounded by size before they are built.
 
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from compiler.network.topology import (
     jellyfish,
     leaf_spine,
 )
+from compiler.network.topohub_zoo import installed as topohub_installed
+from compiler.network.topohub_zoo import read_topohub_zoo
 from compiler.network.topology_file import read_graphml, read_topology
 
 
@@ -26,7 +29,7 @@ def parse_topology_arg(spec: str, seed: int = 1) -> Topology:
 
     Accepted forms: ``fat-tree:K``, ``leaf-spine:LEAVES,SPINES,HOSTS``, ``jellyfish:N[,DEGREE[,HOSTS]]``,
     ``facebook[:PODS,RACKS,HOSTS,PLANES,SPINES]``, ``zoo:NAME`` (a Topology Zoo network,
-    :func:`zoo_file`), a ``.topo`` file, or a ``.graphml`` file.
+    :func:`zoo_topology`), a ``.topo`` file, or a ``.graphml`` file.
     """
     kind, _, rest = spec.partition(":")
     kind = kind.strip().lower()
@@ -53,7 +56,7 @@ def parse_topology_arg(spec: str, seed: int = 1) -> Topology:
             _bounded(spec, pods * racks * (1 + hosts) + pods * planes + planes * spines)
             return facebook_fabric(pods, racks, hosts, planes, spines)
         if kind == "zoo":
-            return read_graphml(zoo_file(rest.strip()))
+            return zoo_topology(rest.strip())
     except ValueError as exc:
         raise P4subError(f"bad topology spec {spec!r}: {exc}") from None
     path = Path(spec)
@@ -79,17 +82,49 @@ def zoo_dirs() -> list[Path]:
     return ([Path(env).expanduser()] if env else []) + [ZOO_CACHE.expanduser()]
 
 
+def zoo_topology(name: str) -> Topology:
+    """Topology Zoo network ``name`` (``Dfn``, ``Litnet``; case as the Zoo spells it): its GraphML from
+    :func:`zoo_dirs` when one is there, else topohub's graph of it (:mod:`compiler.network.topohub_zoo`;
+    the two differ, docs/topology.md), both made a topology by the same rules. Neither: a
+    :class:`P4subError` naming where it looked and the closest names."""
+    path = _find_zoo_file(name)
+    if path is not None:
+        return read_graphml(path)
+    hub = topohub_installed()
+    if hub is not None and name in hub.names:
+        return read_topohub_zoo(name)
+    dirs = zoo_dirs()
+    known = set(hub.names if hub else ()) | {p.stem for d in dirs if d.is_dir()
+                                             for p in (*d.glob("*.graphml"), *d.glob("graphml/*.graphml"))}
+    folded = sorted(k for k in known if k.lower() == name.lower())
+    close = folded + [c for c in difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6) if c not in folded]
+    hint = f"; did you mean {', '.join(f'zoo:{c}' for c in close[:3])}?" if close else ""
+    source = (f"topohub {hub.version} has no Zoo network {name!r} either" if hub else
+              "topohub, which ships most Zoo networks, is not installed (pip install topohub)")
+    raise P4subError(f"zoo:{name}: no {name}.graphml in {', '.join(str(d) for d in dirs)}, and {source}{hint} "
+                     f"(docs/topology.md, \"Topology Zoo GraphML\": the Zoo's files go in one of those folders, "
+                     f"or set {ZOO_ENV})")
+
+
 def zoo_file(name: str) -> Path:
-    """The GraphML file of Topology Zoo network ``name`` (``Dfn``, ``Litnet``; case as the Zoo spells it)."""
+    """The GraphML file of Topology Zoo network ``name`` in :func:`zoo_dirs`; a :class:`P4subError` when none
+    is there (``zoo:NAME`` then reads topohub, :func:`zoo_topology`)."""
+    path = _find_zoo_file(name)
+    if path is None:
+        dirs = zoo_dirs()
+        raise P4subError(f"zoo:{name}: no {name}.graphml in {', '.join(str(d) for d in dirs)}; download the Zoo's "
+                         f"GraphML files into one of them (docs/topology.md, \"Topology Zoo GraphML\") or set {ZOO_ENV}")
+    return path
+
+
+def _find_zoo_file(name: str) -> Path | None:
     if not name or "/" in name or name.startswith("."):
         raise P4subError(f"zoo:{name}: expected a Topology Zoo network name such as zoo:Dfn")
-    dirs = zoo_dirs()
-    for d in dirs:
+    for d in zoo_dirs():
         for candidate in (d / f"{name}.graphml", d / "graphml" / f"{name}.graphml"):
             if candidate.is_file():
                 return candidate
-    raise P4subError(f"zoo:{name}: no {name}.graphml in {', '.join(str(d) for d in dirs)}; download the Zoo's "
-                     f"GraphML files into one of them (docs/topology.md, \"Topology Zoo GraphML\") or set {ZOO_ENV}")
+    return None
 
 
 #: Generated topologies (``fat-tree:K``, ...) larger than this many nodes are refused before they are

@@ -313,18 +313,27 @@ def import_graphml(path: str | Path, hosts_per_switch: int = 1, root: str | None
         raise ParseError(f"not a usable GraphML graph: {exc}", loc) from None
     if raw.number_of_nodes() == 0:
         raise ParseError("the GraphML graph has no nodes", loc)
+    name = raw.graph.get("Network") or raw.graph.get("label") or path.stem
+    return import_zoo_graph(raw, str(name), hosts_per_switch, root, source=str(path))
 
-    names: dict[str, str] = {}
+
+def import_zoo_graph(raw: nx.Graph, name: str, hosts_per_switch: int = 1, root: str | None = None,
+                     source: str = "<graph>") -> GraphmlImport:
+    """A Zoo-style networkx graph (any of Graph, DiGraph, MultiGraph; a node's ``label`` attribute is its
+    name) made a topology by :func:`import_graphml`'s rules, which this is the body of; other readers of
+    Zoo data (:mod:`compiler.network.topohub_zoo`) hand their graph here so the rules stay in one place.
+    ``source`` names the graph in errors."""
+    names: dict[object, str] = {}
     taken: set[str] = set()
     for n, attrs in raw.nodes(data=True):
         label = attrs.get("label")
         base = sanitize_name(str(label)) if label not in (None, "") else sanitize_name(str(n))
-        name, i = base, 1
-        while name in taken:
+        node_name, i = base, 1
+        while node_name in taken:
             i += 1
-            name = f"{base}_{i}"
-        taken.add(name)
-        names[n] = name
+            node_name = f"{base}_{i}"
+        taken.add(node_name)
+        names[n] = node_name
     simple = nx.Graph()
     simple.add_nodes_from(names[n] for n in raw.nodes)
     self_loops = merged = 0
@@ -335,17 +344,16 @@ def import_graphml(path: str | Path, hosts_per_switch: int = 1, root: str | None
             merged += 1
         else:
             simple.add_edge(names[u], names[v])
-    order = {name: i for i, name in enumerate(simple.nodes)}
+    order = {n: i for i, n in enumerate(simple.nodes)}
     parts = sorted(nx.connected_components(simple), key=lambda c: (-len(c), min(order[x] for x in c)))
+    if not parts:
+        raise ParseError("the graph has no nodes", SourceLocation(source, 1, 1))
     keep = parts[0]
     dropped = tuple(sorted((n for n in simple.nodes if n not in keep), key=order.__getitem__))
     simple = simple.subgraph([n for n in simple.nodes if n in keep]).copy()
-    if simple.number_of_nodes() < 1:
-        raise ParseError("the GraphML graph has no usable nodes", loc)
-    graph_name = raw.graph.get("Network") or raw.graph.get("label") or path.stem
     if root is not None and root not in simple:
-        raise P4subError(f"root {root!r} is not a switch of {path}")
-    topo = from_switch_graph(simple, name=str(graph_name), hosts_per_switch=hosts_per_switch, root=root)
+        raise P4subError(f"root {root!r} is not a switch of {source}")
+    topo = from_switch_graph(simple, name=name, hosts_per_switch=hosts_per_switch, root=root)
     return GraphmlImport(topo, dropped, merged, self_loops)
 
 
