@@ -53,8 +53,12 @@ except ImportError:  # the pure-Python implementation: slower, same API
     from dd import autoref as _bdd_module
 
 Output = tuple  # ("port", p) or ("call", name, args)
+#: The domain of the output index in the relation both sides become (:func:`verify`).
+_OUTPUT = "$output"
 #: Up to this many index ranges a set is built range by range; above, bottom-up over the index space.
 _FEW_RANGES = 32
+#: Index spaces up to this size are built bottom-up in plain Python rather than numpy.
+_SMALL_DOMAIN = 4096
 Interval = tuple[int, int]  # closed
 
 
@@ -162,16 +166,30 @@ class Encoder:
         the intervals of comparisons already computed, by ``id`` (each is computed once)."""
         self.spans = spans if spans is not None else {}
         self.bdd = _bdd_module.BDD()
+        self.bdd.configure(reordering=False)
+        # An index range is a pair of comparators; tables and rules ask for the same ones many times
+        # (100k ITCH filters: 440k comparators, 110 us each, for a few thousand distinct bounds).
+        self._ranges: dict[tuple[str, int, int], Any] = {}
+        self._comparators: dict[tuple[str, int, bool], Any] = {}
         self.domains: dict[str, _Domain] = {}
         for name, (width, points) in bounds.items():
-            cuts = sorted({0} | {p for p in points if 0 < p <= (1 << width) - 1})
-            bits = max(1, (len(cuts) - 1).bit_length())
-            variables = [f"{name}#{i}" for i in range(bits)]
-            self.bdd.declare(*variables)
-            self.domains[name] = _Domain(name, width, cuts, variables)
+            self._declare(name, width, points)
         self.valid = self.bdd.true
         for d in self.domains.values():
             self.valid &= self._index_range(d, 0, len(d.cuts) - 1)
+
+    def _declare(self, name: str, width: int, points: Iterable[int]) -> _Domain:
+        cuts = sorted({0} | {p for p in points if 0 < p <= (1 << width) - 1})
+        bits = max(1, (len(cuts) - 1).bit_length())
+        variables = [f"{name}#{i}" for i in range(bits)]
+        self.bdd.declare(*variables)
+        self.domains[name] = _Domain(name, width, cuts, variables)
+        return self.domains[name]
+
+    def add_choice(self, name: str, n: int) -> _Domain:
+        """A domain of ``n`` values ``0 .. n-1`` after the fields (in the variable order too): the
+        output a relation between packets and outputs holds for (:func:`verify`)."""
+        return self._declare(name, max(1, (n - 1).bit_length()), range(n))
 
     def intervals(self, name: str, intervals: Iterable[Interval]) -> Any:
         """The BDD of ``field in union(intervals)``; every bound must be a cut of the field."""
@@ -211,6 +229,8 @@ class Encoder:
                 u |= self._index_range(d, lo, hi)
             return u
         size = 1 << len(d.variables)
+        if size <= _SMALL_DOMAIN:
+            return self._small_index_set(d, ranges)
         edges = np.zeros(size + 1, dtype=np.int64)
         bounds = np.array(ranges, dtype=np.int64)
         np.add.at(edges, bounds[:, 0], 1)
@@ -231,6 +251,29 @@ class Encoder:
             ids = np.asarray(made, dtype=np.int64)[inverse.reshape(-1)]
         return nodes[int(ids[0])]
 
+    def _small_index_set(self, d: _Domain, ranges: list[Interval]) -> Any:
+        """:meth:`index_set` bottom-up in plain Python, for a small index space (numpy's per-level
+        overhead is most of the cost there: the output sets of :func:`verify`, 256 values)."""
+        ids = [0] * (1 << len(d.variables))
+        for lo, hi in ranges:
+            ids[lo:hi + 1] = [1] * (hi + 1 - lo)
+        nodes = [self.bdd.false, self.bdd.true]
+        for var in reversed(d.variables):
+            x = self.bdd.var(var)
+            made: dict[tuple[int, int], int] = {}
+            level = []
+            for lo_id, hi_id in zip(ids[0::2], ids[1::2]):
+                if lo_id == hi_id:
+                    level.append(lo_id)
+                    continue
+                node = made.get((lo_id, hi_id))
+                if node is None:
+                    nodes.append(self.bdd.ite(x, nodes[hi_id], nodes[lo_id]))
+                    node = made[(lo_id, hi_id)] = len(nodes) - 1
+                level.append(node)
+            ids = level
+        return nodes[ids[0]]
+
     def example(self, u: Any) -> dict[str, int]:
         """Field values of one packet in ``u`` (each field at the low end of its elementary interval)."""
         model = self.bdd.pick(u & self.valid)
@@ -238,6 +281,8 @@ class Encoder:
             raise ValueError("empty set")
         values = {}
         for d in self.domains.values():
+            if d.name == _OUTPUT:
+                continue
             index = 0
             for var in d.variables:
                 index = index << 1 | int(bool(model.get(var, False)))
@@ -245,10 +290,21 @@ class Encoder:
         return values
 
     def _index_range(self, d: _Domain, lo: int, hi: int) -> Any:
-        return self._compare(d, lo, ge=True) & self._compare(d, hi, ge=False)
+        key = (d.name, lo, hi)
+        found = self._ranges.get(key)
+        if found is None:
+            found = self._ranges[key] = self._compare(d, lo, ge=True) & self._compare(d, hi, ge=False)
+        return found
 
     def _compare(self, d: _Domain, c: int, ge: bool) -> Any:
         """``index >= c`` (or ``<= c``), built from the least significant bit up."""
+        key = (d.name, c, ge)
+        found = self._comparators.get(key)
+        if found is None:
+            found = self._comparators[key] = self._build_compare(d, c, ge)
+        return found
+
+    def _build_compare(self, d: _Domain, c: int, ge: bool) -> Any:
         r = self.bdd.true
         for i, var in enumerate(reversed(d.variables)):
             x = self.bdd.var(var)
@@ -378,7 +434,7 @@ def _rules_look_at(enc: Encoder, typed: TypedRules) -> Any:
 def rules_outputs(enc: Encoder, typed: TypedRules) -> dict[Output, Any]:
     """Per output, the packets some rule gives it to: those its filter holds for and that carry
     every header it reads."""
-    out: dict[Output, Any] = {}
+    parts: dict[Output, list[Any]] = {}
     memo: dict = {}
     for rule in typed.rules:
         actions = rule_actions(rule)
@@ -389,8 +445,9 @@ def rules_outputs(enc: Encoder, typed: TypedRules) -> dict[Output, Any]:
         for h in headers_read(rule, typed.spec):
             u &= enc.intervals(_valid_var(h), [(1, 1)])
         for o in outputs:
-            out[o] = out.get(o, enc.bdd.false) | u
-    return out
+            parts.setdefault(o, []).append(u)
+    # Each output's rules ORed in a balanced tree: a chain ORs every rule into one growing BDD.
+    return {o: _balanced(us, operator.or_, enc.bdd.false) for o, us in parts.items()}
 
 
 class _Run:
@@ -428,16 +485,16 @@ class _Run:
                  else self.enc.intervals(_valid_var(h), [(1, 1)]) for h in headers]
         return functools.reduce(combine, terms) if terms else None
 
-    def outputs(self) -> dict[Output, Any]:
+    def outputs(self) -> list[dict[tuple[Output, ...], Any]]:
+        """Per run (the default path, the tables, or each lane of a bitmap pipeline), the packets that
+        get each set of outputs from it; a packet's outputs are the union over the runs."""
         delivery = self.p.delivery
         true = self.enc.bdd.true
         # Packets that carry a queried header go through the tables if they carry the guard's;
         # the others go through the default path.
         looked = (self._valid(self.p.queried_headers(), operator.or_) or true) if self.p.default_control else true
         start = looked & (self._valid(self.p.guard_headers(), operator.and_) or true)
-        out: dict[Output, Any] = {}
-        if self.p.default_control:
-            out = self._run(self.p.default_control, self._group_ports, ~looked)
+        out = [self._run(self.p.default_control, self._group_ports, ~looked)] if self.p.default_control else []
         if not delivery.is_bitmap:
             runs = [self._run(self.p.control, self._group_ports, start)]
         else:
@@ -448,16 +505,13 @@ class _Run:
                               lambda valuation: sorted(delivery.ports_of(
                                   functools.reduce(operator.or_, (valuation[0][i] for i in where), 0))), start)
                     for lane in lanes]
-        for got in runs:
-            for o, u in got.items():
-                out[o] = out.get(o, self.enc.bdd.false) | u
-        return out
+        return out + runs
 
     def _group_ports(self, valuation: tuple) -> Iterable[int]:
         _, port, group, dropped, _ = valuation
         return self.groups.get(group, ()) if group else ((port,) if port >= 0 and not dropped else ())
 
-    def _run(self, control: Iterable[str], ports_of, reach: Any) -> dict[Output, Any]:
+    def _run(self, control: Iterable[str], ports_of, reach: Any) -> dict[tuple[Output, ...], Any]:
         # A valuation: metadata values plus what the packet got so far (port, group, dropped, calls).
         start = (tuple(0 for _ in self.meta), -1, 0, False, frozenset())
         states = {start: reach}
@@ -466,12 +520,11 @@ class _Run:
             for valuation, u in states.items():
                 self._apply(name, valuation, u, nxt)
             states = nxt
-        out: dict[Output, Any] = {}
+        by_outputs: dict[tuple[Output, ...], list[Any]] = {}
         for valuation, u in states.items():
-            calls = valuation[4]
-            for o in [("port", p) for p in ports_of(valuation)] + [("call", n, a) for n, a in calls]:
-                out[o] = out.get(o, self.enc.bdd.false) | u
-        return out
+            outputs = tuple([("port", p) for p in ports_of(valuation)] + sorted(("call", n, a) for n, a in valuation[4]))
+            by_outputs.setdefault(outputs, []).append(u)
+        return {o: _balanced(us, operator.or_, self.enc.bdd.false) for o, us in by_outputs.items()}
 
     def _check_independent(self, lanes: list[int]) -> None:
         """Refuse a bitmap pipeline whose lanes touch each other's metadata or forward otherwise."""
@@ -513,6 +566,8 @@ class _Run:
                                  for i, k in other_meta)]
         order = sorted(candidates, key=lambda e: -max((m.prefix_len for m in e.matches if isinstance(m, ir.Lpm)),
                                                         default=0)) if self.lpm[name] else sorted(candidates, key=lambda e: -e.priority)
+        if self._apply_disjoint(table, order, valuation, reach, nxt):
+            return
         remaining = reach
         for e in order:
             if remaining == self.enc.bdd.false:
@@ -528,6 +583,38 @@ class _Run:
             self._apply(table.on_miss, valuation, remaining, nxt)
         else:
             self._execute(table.default_action, table.default_args, valuation, remaining, nxt)
+
+    def _apply_disjoint(self, table: ir.Table, order: list[ir.Entry], valuation: tuple, reach: Any, nxt: dict) -> bool:
+        """The table's step when it reads one packet field and this valuation's entries match disjoint
+        sets of it (exact tables always, range and prefix tables mostly): then priorities do not
+        matter, an entry takes ``reach & its set`` and the miss ``reach`` less their union, one BDD
+        operation per entry instead of three. False (nothing done) otherwise."""
+        keys = [(i, k) for i, k in enumerate(table.keys) if not k.field.startswith("meta.")]
+        if len(keys) != 1:
+            return False
+        (i, k), = keys
+        spans = []
+        for e in order:
+            ranges = self.enc.indexes(k.field, match_intervals(e.matches[i], k.width, table.name))
+            if len(ranges) != 1:
+                return False
+            spans.append(ranges[0])
+        by_start = sorted(spans)
+        if any(a[1] >= b[0] for a, b in zip(by_start, by_start[1:])):
+            return False
+        false = self.enc.bdd.false
+        for e, span in zip(order, spans):
+            hit = reach & self.enc.index_set(k.field, [span])
+            if hit != false:
+                self._execute(e.action, e.args, valuation, hit, nxt)
+        remaining = reach & ~self.enc.index_set(k.field, _union([by_start])) if spans else reach
+        if remaining == false:
+            return True
+        if table.on_miss:
+            self._apply(table.on_miss, valuation, remaining, nxt)
+        else:
+            self._execute(table.default_action, table.default_args, valuation, remaining, nxt)
+        return True
 
     def _match(self, table: ir.Table, e: ir.Entry) -> Any:
         key = (table.name, e.matches)
@@ -631,15 +718,31 @@ def verify(pipeline: ir.Pipeline, typed: TypedRules) -> Verdict:
     if default.kind == "fwd":  # asked for: packets that carry no header any rule reads leave on that port
         u = ~_rules_look_at(enc, typed)
         want[("port", default.port)] = want.get(("port", default.port), enc.bdd.false) | u
-    got = _Run(enc, pipeline).outputs()
+    runs = _Run(enc, pipeline).outputs()
     possible = enc.valid & _parsable(enc, pipeline)
+    # Both sides as one relation "packet gets output" over the fields and an output index, compared
+    # at once: per output, the pipeline's side ORs every leaf set that gives it, which for 100k ITCH
+    # filters (20k leaf sets of ~100 ports) was 2M operations; the relation takes two per leaf set.
+    universe = sorted(set(want) | {o for run in runs for outs in run for o in outs}, key=repr)
+    index = {o: i for i, o in enumerate(universe)}
+    enc.add_choice(_OUTPUT, len(universe))
+    false = enc.bdd.false
+
+    def chosen(outs: Iterable[Output]) -> Any:
+        return enc.index_set(_OUTPUT, _union([[(index[o], index[o]) for o in outs]]))
+
+    wanted = _balanced([w & chosen([o]) for o, w in want.items()], operator.or_, false) & possible
+    given = _balanced([u & chosen(outs) for run in runs for outs, u in run.items() if outs], operator.or_,
+                      false) & possible
     differences = []
-    for o in sorted(set(want) | set(got), key=repr):
-        w, g = want.get(o, enc.bdd.false) & possible, got.get(o, enc.bdd.false) & possible
-        if w != g:
-            missing, extra = w & ~g, g & ~w
-            differences.append(Difference(
-                o, enc.example(missing) if missing != enc.bdd.false else None,
-                enc.example(extra) if extra != enc.bdd.false else None))
-    return Verdict(len(set(want) | set(got)), tuple(differences), sum(len(d.variables) for d in enc.domains.values()),
+    if wanted != given:
+        choice = enc.domains[_OUTPUT].variables
+        for o in universe:
+            w, g = (enc.bdd.exist(choice, side & chosen([o])) for side in (wanted, given))
+            if w != g:
+                missing, extra = w & ~g, g & ~w
+                differences.append(Difference(
+                    o, enc.example(missing) if missing != false else None,
+                    enc.example(extra) if extra != false else None))
+    return Verdict(len(universe), tuple(differences), sum(len(d.variables) for d in enc.domains.values() if d.name != _OUTPUT),
                    len(enc.bdd))
