@@ -39,7 +39,7 @@ from backends.tofino.include import IncludeOptions, render_include
 from backends.tofino.layout import Layout, TofinoOptions, match_kind_counts, plan
 from backends.tofino.network import network_stage
 from backends.tofino.program import Program, render
-from backends.tofino.resources import Estimate, estimate
+from backends.tofino.resources import Estimate, estimate, lane_ready
 from backends.tofino.target import TOFINO1, Target, facts
 from compiler import ir
 from compiler.base import ResourceError, TargetError, write_files
@@ -208,7 +208,9 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
             raise
         raise ResourceError(exc.message, codes=_halved_codes(pipeline)) from None
     pass_of = {t.name: (t.passes[0] if t.passes else 0) for t in est.tables}
-    program = render(layout, batched, messages.stack, messages.depth, messages.query_headers, pass_of)
+    ready = lane_ready(batched.pipeline, {t.name: (t.first_stage, t.last_stage) for t in est.tables
+                                          if t.last_stage >= 0}) if batched.bitmap else []
+    program = render(layout, batched, messages.stack, messages.depth, messages.query_headers, pass_of, ready)
     stage = network_stage(options.network_up_ports, options.target)
     # bf-p4c names a program after its source file; BF Runtime clients look it up by that name.
     entries = document(layout, batched.groups, Path(PROGRAM_FILE).stem)

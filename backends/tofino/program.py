@@ -51,6 +51,7 @@ from backends.tofino.network import (
     ingress_decls,
     network_stage,
 )
+from backends.tofino.op_tree import timed_tree
 from backends.tofino.stack_parse import first_only, fix_stack_indices
 from backends.tofino.state import render_state
 from backends.tofino.target import Target, facts
@@ -186,8 +187,11 @@ def _apply_lines(pipeline: ir.Pipeline, names: list[str]) -> list[str]:
 
 
 def render(layout: Layout, batched: Batched, message_stack: str | None, depth: int,
-           query_headers: tuple[str, ...], pass_of: dict[str, int] | None = None) -> Program:
-    """``program.p4`` for a planned layout; ``pass_of`` (table -> pass) splits a recirculating pipeline."""
+           query_headers: tuple[str, ...], pass_of: dict[str, int] | None = None,
+           bitmap_ready: list[int] | None = None) -> Program:
+    """``program.p4`` for a planned layout; ``pass_of`` (table -> pass) splits a recirculating pipeline;
+    ``bitmap_ready`` (per lane bitmap, the estimate's first stage at which it is final) orders the OR
+    of the lanes' bitmaps (:func:`backends.tofino.op_tree.timed_tree`)."""
     target = layout.target
     pipeline = layout.pipeline
     spec, stopped = tna_spec(pipeline.spec, layout.options.variable_advance, target)
@@ -314,7 +318,8 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
         bitmap=batched.bitmap is not None,
         bitmap_field=f"meta.{meta_member(batched.bitmap.fields[0])}" if batched.bitmap else "",
         bitmap_member=meta_member(batched.bitmap.fields[0]) if batched.bitmap else "",
-        bitmap_others=[f"meta.{meta_member(f)}" for f in batched.bitmap.fields[1:]] if batched.bitmap else [],
+        bitmap_or=timed_tree("p4sub_ports_or", [f"meta.{meta_member(f)}" for f in batched.bitmap.fields],
+                             bitmap_ready or [0] * len(batched.bitmap.fields))[0] if batched.bitmap else [],
         bitmap_group=literal(batched.bitmap.group, target.group_width) if batched.bitmap else "",
         no_ports_table=NO_PORTS_TABLE, port_bit_table=PORT_BIT_TABLE,
     )

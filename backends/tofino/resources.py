@@ -32,6 +32,9 @@ sizes p4sub declares (the IR's entry counts times headroom):
   starts in stage 1 at the earliest and one matching a sum in stage 2; every other ingress table
   follows the counters' statements into stage 1 (bf-p4c placed examples/stateful so). A register
   takes the RAMs its cells fill (1,024 rows of 128 bits each) and one spare, in its stage.
+* **Port bitmaps of several lanes** are ORed into the first by a tree of one-operation tables that
+  combines the two earliest-final bitmaps first (:func:`backends.tofino.op_tree.timed_tree`), a
+  stage per operation after the later of its two; ``p4sub_no_ports`` reads the result.
 * **Recirculation** (``allow_recirculation``): when the ingress chain needs more than 12 stages, it
   is cut at a table boundary into two passes; the second pass reuses the same physical stages, so
   memory is still counted once per physical stage. Each pass costs the packet another trip through
@@ -54,13 +57,16 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
+from backends.tofino.batch import NO_PORTS_TABLE
 from backends.tofino.layout import KeyLayout, Layout, TableLayout, entries_with_ranges
 from backends.tofino.network import network_stage
+from backends.tofino.op_tree import timed_tree
 from backends.tofino.ranges import nibbles, tcam_blocks_wide, ternary_groups
 from backends.tofino.state import registers
 from backends.tofino.target import Target
 from compiler import ir
 from compiler.base import ResourceError
+from compiler.ir import lane_ports
 
 
 @dataclass(frozen=True)
@@ -357,7 +363,25 @@ def _schedule(layout: Layout, uses: dict[str, TableUse], allow_recirculation: bo
                                      earliest)
             if result is None:
                 _raise_no_room(unit[0], uses, placed, target, allow_recirculation, gress)
+        if gress == "ingress" and NO_PORTS_TABLE in uses and pipeline.delivery.is_bitmap:
+            # the lanes' bitmaps ORed (the renderer's tree), then the table that reads the result
+            _, done = timed_tree("", list(pipeline.delivery.fields), lane_ready(pipeline, placed))
+            spot = stages.place(uses[NO_PORTS_TABLE], max(done, pass_start), target.stages * limit_passes)
+            if spot is None:
+                _raise_no_room(NO_PORTS_TABLE, uses, placed, target, allow_recirculation, gress)
+            placed[NO_PORTS_TABLE] = spot
     return placed
+
+
+def lane_ready(pipeline: ir.Pipeline, placed: dict[str, tuple[int, int]]) -> list[int]:
+    """Per port-bitmap field of ``pipeline.delivery`` (one per lane), the first stage at which it is
+    final: after the last stage of its lane's placed tables (0 for a lane with none)."""
+    last: dict[str, int] = {}
+    for t in pipeline.tables:
+        if t.name in placed and t.name != NO_PORTS_TABLE:
+            field = lane_ports(t.lane)
+            last[field] = max(last.get(field, 0), placed[t.name][1] + 1)
+    return [last.get(f, 0) for f in pipeline.delivery.fields]
 
 
 def register_rams(pipeline: ir.Pipeline, target: Target) -> list[tuple[int, int]]:
