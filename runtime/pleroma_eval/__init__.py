@@ -6,6 +6,7 @@
 """
 
 from runtime.pleroma_eval.evaluation import QUICK, PleromaEvalConfig, evaluate
+from runtime.pleroma_eval import report
 from runtime.pleroma_eval.workloads import WORKLOADS
 
-__all__ = ["QUICK", "PleromaEvalConfig", "WORKLOADS", "evaluate"]
+__all__ = ["QUICK", "PleromaEvalConfig", "WORKLOADS", "evaluate", "report"]

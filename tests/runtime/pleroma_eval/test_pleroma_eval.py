@@ -1,0 +1,34 @@
+"""``p4sub eval pleroma --quick``: both systems on the same network, no missed event, the report written."""
+
+from __future__ import annotations
+
+import json
+
+from p4sub import main
+
+
+def test_quick_run_writes_json_table_and_plots_and_misses_nothing(tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["eval", "pleroma", "--quick", "--quiet", "--report", str(out)]) == 0
+    report = json.loads((out / "pleroma.json").read_text())
+    assert {p.name for p in out.iterdir()} == {"pleroma.json", "pleroma.md", "pleroma_fat-tree4_itch.png",
+                                               "pleroma_fat-tree4_siena.png", "pleroma_balogh.png"}
+    for net in report["networks"]:
+        rows = net["pleroma"] + net["merged"] + [r for r in net["p4sub"] if "error" not in r]
+        assert rows and all(r["false_negatives"] == 0 for r in rows)
+        exact = net["p4sub"][0]
+        assert exact["variant"] == "exact" and exact["exact"] and exact["false_positives"] == 0
+        for r in net["merged"]:  # every switch within the limit
+            assert r["flows"]["max"] <= r["limit"] and r["fits"]
+        # The same events reach both systems: the deliveries wanted are the same.
+        assert len({r["delivered"] - r["false_positives"] for r in rows}) == 1
+    b = report["balogh"]
+    assert all(r["false_negatives"] == 0 and r["flows"]["max"] <= r["limit"] for r in b["merged"])
+    assert "| p4sub | exact |" in capsys.readouterr().out
+
+
+def test_bad_options_are_user_errors(capsys):
+    assert main(["eval", "pleroma", "--quick", "--quiet", "--workloads", "itch,fix"]) == 2
+    assert "unknown workload" in capsys.readouterr().err
+    assert main(["eval", "pleroma", "--quick", "--quiet", "--limits", "150"]) == 2
+    assert main(["eval", "pleroma", "--quick", "--quiet", "--methods", "lru"]) == 2
