@@ -28,6 +28,8 @@ class PleromaNetwork:
     exact: bool
     seconds: float
     dz_per_subscription: list[int] = field(default_factory=list)
+    #: The resolution each subscription got (coarser than asked when its dz's would pass ``max_dz``).
+    subscription_bits: list[int] = field(default_factory=list)
 
     def flows_per_switch(self) -> dict[str, int]:
         return flow_count(self.tables)
@@ -53,6 +55,7 @@ def build(topology: Topology, typed: TypedRules, publishers: Sequence[str], reso
     host_dzs: dict[str, list[str]] = {}
     exact = True
     counts: list[int] = []
+    bits: list[int] = []
     cache: dict[int, Decomposition] = {}
     for host, filters in per_host.items():
         dzs: set[str] = set()
@@ -61,10 +64,11 @@ def build(topology: Topology, typed: TypedRules, publishers: Sequence[str], reso
             if d is None:
                 d = cache[id(f)] = decompose(space, f, typed.fields, resolution, max_dz)
                 counts.append(len(d.dzs))
+                bits.append(d.resolution)
             exact &= d.exact
             dzs.update(d.dzs)
         host_dzs[host] = minimise(dzs)
     t = trees(topology, publishers, tree)
     tables = flow_tables(topology, host_dzs, t)
     return PleromaNetwork(space, min(resolution, space.max_length), host_dzs, tables, t, list(publishers), exact,
-                          time.perf_counter() - start, counts)
+                          time.perf_counter() - start, counts, bits)

@@ -170,7 +170,8 @@ def evaluate_network(topology: Topology, spec_text: str, workload: str, config: 
         dz = net.space.event_dz(wl.columns, net.resolution)
         row = _pleroma_row(net, net.tables, topology, dz, pub_of, pubs, wanted, behind, rows,
                            requested_resolution=res, exact=net.exact, compile_seconds=round(net.seconds, 3),
-                           dz_per_subscription=round(float(np.mean(net.dz_per_subscription)), 2))
+                           dz_per_subscription=round(float(np.mean(net.dz_per_subscription)), 2),
+                           subscription_bits=round(float(np.mean(net.subscription_bits)), 1))
         if res in config.resolutions:
             out["pleroma"].append(row)
         if res == config.merge_resolution:

@@ -40,8 +40,8 @@ def markdown(report: dict[str, Any]) -> str:
                          f"{r['link_copies']} | {r['extra_link_copies']} | 0 | {r['compile_seconds']} |")
         for r in net["pleroma"]:
             f = r["flows"]
-            lines.append(f"| PLEROMA | {r['requested_resolution']} bits (dz {r['resolution']}, "
-                         f"{r['dz_per_subscription']} per sub) | {f['max']} | {f['mean']} | {f['total']} | "
+            lines.append(f"| PLEROMA | {r['requested_resolution']} bits (dz {r['resolution']}; per sub: "
+                         f"{r['dz_per_subscription']} dz, {r['subscription_bits']} bits) | {f['max']} | {f['mean']} | {f['total']} | "
                          f"{r['false_positives']} | {r['false_negatives']} | {_pct(r['subscriber_fpr'])} | "
                          f"{r['link_copies']} | {r['extra_link_copies']} | {r['extra_header_bytes']} | "
                          f"{r['compile_seconds']} |")
