@@ -54,9 +54,14 @@ class PleromaEvalConfig:
     history_share: float = 0.25
     balogh: bool = True
     balogh_filters: int = 400
-    balogh_tree: tuple[int, int, int] = (4, 2, 2)  # fanout, depth, hosts per switch
-    balogh_limits: tuple[float, ...] = (0.7, 0.5, 0.3, 0.2)
+    balogh_tree: tuple[int, int, int] = (5, 2, 3)  # fanout, depth, hosts per switch
+    balogh_limits: tuple[float, ...] = (0.5, 0.25, 0.1)
     balogh_indexing: str = "value"
+    balogh_resolution: int = 30
+    balogh_max_dz: int = 256
+    #: The finest PLEROMA row per network: rank indexing at full resolution, at most this many dz's
+    #: per subscription (exact when none needs more); None leaves the row out.
+    finest_max_dz: int | None = 1024
     seed: int = 1
 
     def validate(self) -> None:
@@ -77,7 +82,8 @@ class PleromaEvalConfig:
 
 
 QUICK = PleromaEvalConfig(topologies=("fat-tree:4",), filters=60, events=600, resolutions=(8, 24),
-                          limits=(0.5,), balogh_filters=80, balogh_tree=(3, 2, 2), balogh_limits=(0.5,))
+                          limits=(0.5,), balogh_filters=80, balogh_tree=(3, 2, 2), balogh_limits=(0.5,),
+                          finest_max_dz=256)
 
 
 def _publishers(topology: Topology, count: int) -> list[str]:
@@ -177,6 +183,15 @@ def evaluate_network(topology: Topology, spec_text: str, workload: str, config: 
         if res == config.merge_resolution:
             merge_net, merge_dz, base = net, dz, row
     assert merge_net is not None
+    if config.finest_max_dz is not None:
+        say(f"{spec_text} {workload}: PLEROMA, finest")
+        net = build(topology, wl.typed, pubs, 64, "rank", config.tree, config.finest_max_dz)
+        dz = net.space.event_dz(wl.columns, net.resolution)
+        out["finest"] = _pleroma_row(net, net.tables, topology, dz, pub_of, pubs, wanted, behind, rows,
+                                     requested_resolution=64, exact=net.exact, indexing="rank",
+                                     max_dz=config.finest_max_dz, compile_seconds=round(net.seconds, 3),
+                                     dz_per_subscription=round(float(np.mean(net.dz_per_subscription)), 2),
+                                     subscription_bits=round(float(np.mean(net.subscription_bits)), 1))
     top = base["flows"]["max"]
     uniform = np.random.default_rng([config.seed, 11]).integers(0, 1 << merge_net.resolution, len(history),
                                                                   dtype=np.uint64)
@@ -227,7 +242,8 @@ def evaluate_balogh(config: PleromaEvalConfig, progress: Callable[[str], None] |
     behind = behind_masks(topology)
     say = progress or (lambda _: None)
     say(f"balogh tree-{fanout}-{depth}: unconstrained")
-    net = build(topology, wl.typed, pubs, config.merge_resolution, config.balogh_indexing, "single", config.max_dz)
+    net = build(topology, wl.typed, pubs, config.balogh_resolution, config.balogh_indexing, "single",
+                config.balogh_max_dz)
     dz = net.space.event_dz(wl.columns, net.resolution)
     base = _pleroma_row(net, net.tables, topology, dz, pub_of, pubs, wanted, behind, rows,
                         compile_seconds=round(net.seconds, 3))
@@ -251,7 +267,8 @@ def evaluate_balogh(config: PleromaEvalConfig, progress: Callable[[str], None] |
             runs.append(row)
     return {"topology": topology.name, "switches": len(topology.switches()), "hosts": len(topology.hosts()),
             "subscriptions": len(wl.typed.rules), "events": len(rows), "publishers": pubs,
-            "resolution": net.resolution, "indexing": config.balogh_indexing, "unconstrained": base, "merged": runs}
+            "resolution": net.resolution, "indexing": config.balogh_indexing, "max_dz": config.balogh_max_dz,
+            "unconstrained": base, "merged": runs}
 
 
 def _switch_ratio(before, after) -> float:

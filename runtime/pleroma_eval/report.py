@@ -45,6 +45,15 @@ def markdown(report: dict[str, Any]) -> str:
                          f"{r['false_positives']} | {r['false_negatives']} | {_pct(r['subscriber_fpr'])} | "
                          f"{r['link_copies']} | {r['extra_link_copies']} | {r['extra_header_bytes']} | "
                          f"{r['compile_seconds']} |")
+        fine = net.get("finest")
+        if fine:
+            f = fine["flows"]
+            lines.append(f"| PLEROMA | finest: rank, {fine['resolution']} bits, <= {fine['max_dz']} dz/sub "
+                         f"({fine['dz_per_subscription']} dz, {fine['subscription_bits']} bits; "
+                         f"{'exact' if fine['exact'] else 'not exact'}) | {f['max']} | {f['mean']} | {f['total']} | "
+                         f"{fine['false_positives']} | {fine['false_negatives']} | {_pct(fine['subscriber_fpr'])} | "
+                         f"{fine['link_copies']} | {fine['extra_link_copies']} | {fine['extra_header_bytes']} | "
+                         f"{fine['compile_seconds']} |")
         for r in net["merged"]:
             f = r["flows"]
             lines.append(f"| PLEROMA | {r['method']}, limit {r['limit']} ({round(100 * r['limit_share'])} %) | "
@@ -57,7 +66,7 @@ def markdown(report: dict[str, Any]) -> str:
         u = b["unconstrained"]
         lines += [f"### Balogh's mixed workload: {b['topology']} ({b['switches']} switches, {b['hosts']} hosts), "
                   f"{b['subscriptions']} subscriptions, {b['events']} events measured, {b['indexing']} indexing at "
-                  f"{b['resolution']} bits", "",
+                  f"{b['resolution']} bits, at most {b['max_dz']} dz per subscription", "",
                   f"Unconstrained: largest switch {u['flows']['max']} flows ({u['flows']['total']} in all), network "
                   f"FPR {_pct(u['network_fpr'])}, subscriber FPR {_pct(u['subscriber_fpr'])}, FN {u['false_negatives']}.", "",
                   "| method | limit | fits | merge ratio (flows) | per switch | network FPR | added | subscriber FPR | "
@@ -94,6 +103,10 @@ def _plots(report: dict[str, Any], out: Path) -> list[Path]:
         xs = [r["flows"]["max"] for r in net["pleroma"]]
         ys = [100 * r["subscriber_fpr"] for r in net["pleroma"]]
         ax.plot(xs, ys, "o-", color="tab:blue", label="PLEROMA, by dz resolution")
+        if net.get("finest"):
+            fine = net["finest"]
+            ax.scatter([fine["flows"]["max"]], [100 * fine["subscriber_fpr"]], marker="P", s=90, color="navy",
+                       label="PLEROMA finest (rank, full resolution)", zorder=3)
         for r in net["pleroma"]:
             ax.annotate(f"{r['requested_resolution']}b", (r["flows"]["max"], 100 * r["subscriber_fpr"]),
                         textcoords="offset points", xytext=(4, 4), fontsize=8)

@@ -14,10 +14,12 @@ def test_quick_run_writes_json_table_and_plots_and_misses_nothing(tmp_path, caps
     assert {p.name for p in out.iterdir()} == {"pleroma.json", "pleroma.md", "pleroma_fat-tree4_itch.png",
                                                "pleroma_fat-tree4_siena.png", "pleroma_balogh.png"}
     for net in report["networks"]:
-        rows = net["pleroma"] + net["merged"] + [r for r in net["p4sub"] if "error" not in r]
+        rows = net["pleroma"] + net["merged"] + [net["finest"]] + [r for r in net["p4sub"] if "error" not in r]
         assert rows and all(r["false_negatives"] == 0 for r in rows)
         exact = net["p4sub"][0]
         assert exact["variant"] == "exact" and exact["exact"] and exact["false_positives"] == 0
+        if net["finest"]["exact"]:  # rank indexing at full resolution, nothing truncated: no false positive
+            assert net["finest"]["false_positives"] == 0 and net["finest"]["extra_link_copies"] == 0
         for r in net["merged"]:  # every switch within the limit
             assert r["flows"]["max"] <= r["limit"] and r["fits"]
         # The same events reach both systems: the deliveries wanted are the same.
