@@ -107,9 +107,11 @@ def _plots(report: dict[str, Any], out: Path) -> list[Path]:
             fine = net["finest"]
             ax.scatter([fine["flows"]["max"]], [100 * fine["subscriber_fpr"]], marker="P", s=90, color="navy",
                        label="PLEROMA finest (rank, full resolution)", zorder=3)
+        labels: dict[tuple[int, float], list[str]] = {}  # resolutions that give the same point share a label
         for r in net["pleroma"]:
-            ax.annotate(f"{r['requested_resolution']}b", (r["flows"]["max"], 100 * r["subscriber_fpr"]),
-                        textcoords="offset points", xytext=(4, 4), fontsize=8)
+            labels.setdefault((r["flows"]["max"], 100 * r["subscriber_fpr"]), []).append(str(r["requested_resolution"]))
+        for point, names in labels.items():
+            ax.annotate("/".join(names) + " bits", point, textcoords="offset points", xytext=(4, 4), fontsize=8)
         markers = {"baseline": "v", "ms": "^", "traffic": "s", "history": "D"}
         for method, m in markers.items():
             rows = [r for r in net["merged"] if r["method"] == method]
