@@ -56,7 +56,8 @@ def markdown(report: dict[str, Any]) -> str:
                          f"{fine['compile_seconds']} |")
         for r in net["merged"]:
             f = r["flows"]
-            lines.append(f"| PLEROMA | {r['method']}, limit {r['limit']} ({round(100 * r['limit_share'])} %) | "
+            lines.append(f"| PLEROMA | {r['method']}, limit {r['limit']} ({round(100 * r['limit_share'])} %)"
+                         f"{'' if r['fits'] else ', does not fit'} | "
                          f"{f['max']} | {f['mean']} | {f['total']} | {r['false_positives']} | {r['false_negatives']} | "
                          f"{_pct(r['subscriber_fpr'])} | {r['link_copies']} | {r['extra_link_copies']} | "
                          f"{r['extra_header_bytes']} | +{r['merge_seconds']} |")
