@@ -18,8 +18,8 @@ EXAMPLE = "p4sub eval delivery --topology jellyfish:255 --subscribers 10-90 --ru
 def register(sub: argparse._SubParsersAction) -> None:
     from runtime.delivery_eval import SCHEMES
 
-    p = add_command(sub, "eval", "run an evaluation (delivery: header-stack encodings vs. baselines; vt: virtual trees; "
-                    "pleroma: PLEROMA and flow limits vs. p4sub)",
+    p = add_command(sub, "eval", "run an evaluation (delivery: header-stack encodings vs. baselines; vt: virtual "
+                    "trees; pleroma: PLEROMA and flow limits vs. p4sub)",
                     EXAMPLE)
     evals = p.add_subparsers(dest="evaluation", metavar="EVALUATION")
     d = evals.add_parser(
@@ -283,25 +283,28 @@ def register_pleroma(evals: argparse._SubParsersAction) -> None:
     v = evals.add_parser(
         "pleroma",
         help="PLEROMA (dz-expressions in IPv6 flows) with Balogh's flow limits vs. p4sub on the same networks",
-        description="Give PLEROMA and p4sub the same host subscriptions (gen rules' ITCH and Siena workloads) on the same "
-        "topologies; count flows or entries per switch, false positives at hosts, extra link copies, header bytes and "
-        "compile time, PLEROMA at several dz resolutions and under flow limits (Balogh's baseline, MS, traffic and "
-        "history merging), and Balogh's own mixed workload on a tree. Writes pleroma.json, pleroma.md and PNG plots "
-        "to --report (docs/pleroma.md).",
+        description="Give PLEROMA and p4sub the same host subscriptions (gen rules' ITCH and Siena workloads) on the "
+        "same topologies; count flows or entries per switch, false positives at hosts, extra link copies, header "
+        "bytes and compile time, PLEROMA at several dz resolutions and under flow limits (Balogh's baseline, MS, "
+        "traffic and history merging), and Balogh's own mixed workload on a tree. Writes pleroma.json, pleroma.md "
+        "and PNG plots to --report (docs/pleroma.md).",
         epilog=f"examples:\n  {PLEROMA_EXAMPLE}\n  p4sub eval pleroma --quick --report out/pleroma-quick\n"
                "  p4sub eval pleroma --topologies fat-tree:4 --workloads siena --resolutions 8,16,32 --limits 50,20",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     v.add_argument("--topologies", help=f"comma-separated topologies (default {','.join(d.topologies)}); zoo:NAME too")
-    v.add_argument("--workloads", help=f"comma-separated: itch, siena (default {','.join(d.workloads)})")
+    v.add_argument("--workloads", help=f"comma-separated: itch, siena, balogh (default {','.join(d.workloads)})")
     v.add_argument("--filters", type=int, help=f"subscriptions per network (default {d.filters})")
     v.add_argument("--events", type=int, help=f"events, history included (default {d.events})")
     v.add_argument("--publishers", type=int, help=f"publishing hosts (default {d.publishers})")
     v.add_argument("--resolutions", help=f"dz bits (default {','.join(map(str, d.resolutions))})")
-    v.add_argument("--merge-resolution", type=int, help=f"dz bits the flow limits are applied at (default {d.merge_resolution})")
-    v.add_argument("--indexing", choices=("value", "rank"), help=f"attribute domains: value (PLEROMA's equal halves) or "
-                                                                 f"rank (one cell per subscription boundary; default {d.indexing})")
-    v.add_argument("--tree", choices=("single", "publisher"), help=f"one spanning tree or one per publisher (default {d.tree})")
+    v.add_argument("--merge-resolution", type=int,
+                   help=f"dz bits the flow limits are applied at (default {d.merge_resolution})")
+    v.add_argument("--indexing", choices=("value", "rank"),
+                   help=f"attribute domains: value (PLEROMA's equal halves) or rank (one cell per subscription "
+                        f"boundary; default {d.indexing})")
+    v.add_argument("--tree", choices=("single", "publisher"),
+                   help=f"one spanning tree or one per publisher (default {d.tree})")
     v.add_argument("--max-dz", type=int, help=f"most dz's per subscription (default {d.max_dz})")
     v.add_argument("--limits", help="flow limits, percent of the unconstrained largest switch (default "
                                     f"{','.join(str(round(100 * x)) for x in d.limits)})")
@@ -309,7 +312,8 @@ def register_pleroma(evals: argparse._SubParsersAction) -> None:
     v.add_argument("--no-balogh", action="store_true", help="skip Balogh's mixed workload on a tree")
     v.add_argument("--balogh-limits", help="Balogh run's flow limits, percent (default "
                                            f"{','.join(str(round(100 * x)) for x in d.balogh_limits)})")
-    v.add_argument("--quick", action="store_true", help="a small run (fat-tree:4, 60 subscriptions, 600 events) for tests")
+    v.add_argument("--quick", action="store_true",
+                   help="a small run (fat-tree:4, 60 subscriptions, 600 events) for tests")
     v.add_argument("--seed", type=int, help=f"seed (default {d.seed})")
     v.add_argument("--report", metavar="DIR", help="write pleroma.json, pleroma.md and plots to DIR")
     v.add_argument("--no-plots", action="store_true")
@@ -326,7 +330,8 @@ def run_pleroma(args: argparse.Namespace) -> int:
     config = QUICK if args.quick else PleromaEvalConfig()
     changes: dict = {}
     if args.topologies:
-        changes["topologies"] = _topology_specs(args.topologies) if "zoo:" in args.topologies else _names(args.topologies)
+        text = args.topologies
+        changes["topologies"] = _topology_specs(text) if "zoo:" in text else _names(text)
     if args.workloads:
         changes["workloads"] = _names(args.workloads)
     for name in ("filters", "events", "publishers", "merge_resolution", "indexing", "tree", "max_dz", "seed"):

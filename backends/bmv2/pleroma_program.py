@@ -33,7 +33,8 @@ ACTIONS = {"pleroma_port": ir.Action("pleroma_port", (ir.Param("port", 9),)),
            "pleroma_group": ir.Action("pleroma_group", (ir.Param("group", 16),))}
 
 
-def flow_entries(flows: Mapping[int, Mapping[str, frozenset[int]]]) -> tuple[list[ir.Entry], tuple[ir.MulticastGroup, ...]]:
+def flow_entries(flows: Mapping[int, Mapping[str, frozenset[int]]]
+                 ) -> tuple[list[ir.Entry], tuple[ir.MulticastGroup, ...]]:
     """The flows of one switch (``ingress -> dz -> ports``) as entries and multicast groups."""
     groups: dict[frozenset[int], int] = {}
     entries = []

@@ -19,8 +19,8 @@ from compiler.pleroma.scheme import PleromaNetwork, build
 from compiler.pleroma.merge import METHODS, MergeStats, Samples, enforce, merge_at, merge_points, ms_cost
 
 __all__ = [
-    "Decomposition", "EventSpace", "PleromaNetwork", "build", "INDEXINGS", "LpmTable", "METHODS", "MergeStats", "Samples", "TREES", "Tables",
-    "Tree", "canonical", "compile_tables", "decompose", "enforce", "event_space", "flow_count", "flow_tables",
-    "interleave", "ipv6_prefix", "ipv6_text", "lookup", "merge_at", "merge_points", "minimise", "ms_cost", "trees",
-    "walk",
+    "Decomposition", "EventSpace", "INDEXINGS", "LpmTable", "METHODS", "MergeStats", "PleromaNetwork", "Samples",
+    "TREES", "Tables", "Tree", "build", "canonical", "compile_tables", "decompose", "enforce", "event_space",
+    "flow_count", "flow_tables", "interleave", "ipv6_prefix", "ipv6_text", "lookup", "merge_at", "merge_points",
+    "minimise", "ms_cost", "trees", "walk",
 ]

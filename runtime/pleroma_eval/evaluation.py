@@ -77,6 +77,8 @@ class PleromaEvalConfig:
             raise P4subError("dz resolutions must be 1..64 bits")
         if self.filters < 1 or self.events < 10 or self.publishers < 1:
             raise P4subError("need at least 1 filter, 10 events and 1 publisher")
+        if self.max_dz < 1 or self.balogh_max_dz < 1 or (self.finest_max_dz is not None and self.finest_max_dz < 1):
+            raise P4subError("--max-dz must be at least 1")
         if not 0 < self.history_share < 1:
             raise P4subError("the history share must be between 0 and 1")
 
@@ -138,7 +140,8 @@ def run_p4sub(topology: Topology, wl: Workload, pubs: list[str], pub_of: np.ndar
     per_switch = [s["total_entries"] for s in result.stats["switches"].values()]
     return {
         "system": "p4sub", "variant": "exact" if budget is None else f"budget {budget}",
-        "entries": {"max": max(per_switch), "mean": round(float(np.mean(per_switch)), 1), "total": int(sum(per_switch))},
+        "entries": {"max": max(per_switch), "mean": round(float(np.mean(per_switch)), 1),
+                    "total": int(sum(per_switch))},
         "exact": result.stats["totals"]["all_exact"], "fits": result.stats["totals"]["all_fit"],
         "false_positives": fp, "false_negatives": fn, "delivered": delivered, "link_copies": copies,
         "extra_link_copies": extra, "subscriber_fpr": round(fp / delivered, 6) if delivered else 0.0,
@@ -249,7 +252,8 @@ def evaluate_balogh(config: PleromaEvalConfig, progress: Callable[[str], None] |
                         compile_seconds=round(net.seconds, 3))
     top = base["flows"]["max"]
     uniform = np.random.default_rng([config.seed, 11]).integers(0, 1 << net.resolution, len(history), dtype=np.uint64)
-    samples = {"history": Samples(dz[history], pub_of[history], pubs), "traffic": Samples(uniform, pub_of[history], pubs)}
+    samples = {"history": Samples(dz[history], pub_of[history], pubs),
+               "traffic": Samples(uniform, pub_of[history], pubs)}
     runs = []
     for share in config.balogh_limits:
         limit = max(1, int(top * share))

@@ -36,12 +36,14 @@ def markdown(report: dict[str, Any]) -> str:
                 continue
             e = r["entries"]
             lines.append(f"| p4sub | {r['variant']}{'' if r['exact'] else ' (widened)'} | {e['max']} | {e['mean']} | "
-                         f"{e['total']} | {r['false_positives']} | {r['false_negatives']} | {_pct(r['subscriber_fpr'])} | "
+                         f"{e['total']} | {r['false_positives']} | {r['false_negatives']} | "
+                         f"{_pct(r['subscriber_fpr'])} | "
                          f"{r['link_copies']} | {r['extra_link_copies']} | 0 | {r['compile_seconds']} |")
         for r in net["pleroma"]:
             f = r["flows"]
             lines.append(f"| PLEROMA | {r['requested_resolution']} bits (dz {r['resolution']}; per sub: "
-                         f"{r['dz_per_subscription']} dz, {r['subscription_bits']} bits) | {f['max']} | {f['mean']} | {f['total']} | "
+                         f"{r['dz_per_subscription']} dz, {r['subscription_bits']} bits) | {f['max']} | {f['mean']} | "
+                         f"{f['total']} | "
                          f"{r['false_positives']} | {r['false_negatives']} | {_pct(r['subscriber_fpr'])} | "
                          f"{r['link_copies']} | {r['extra_link_copies']} | {r['extra_header_bytes']} | "
                          f"{r['compile_seconds']} |")
@@ -69,12 +71,14 @@ def markdown(report: dict[str, Any]) -> str:
                   f"{b['subscriptions']} subscriptions, {b['events']} events measured, {b['indexing']} indexing at "
                   f"{b['resolution']} bits, at most {b['max_dz']} dz per subscription", "",
                   f"Unconstrained: largest switch {u['flows']['max']} flows ({u['flows']['total']} in all), network "
-                  f"FPR {_pct(u['network_fpr'])}, subscriber FPR {_pct(u['subscriber_fpr'])}, FN {u['false_negatives']}.", "",
+                  f"FPR {_pct(u['network_fpr'])}, subscriber FPR {_pct(u['subscriber_fpr'])}, "
+                  f"FN {u['false_negatives']}.", "",
                   "| method | limit | fits | merge ratio (flows) | per switch | network FPR | added | subscriber FPR | "
                   "added | FN | seconds |",
                   "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in b["merged"]:
-            lines.append(f"| {r['method']} | {r['limit']} | {'yes' if r['fits'] else 'no'} | {_pct(r['merge_ratio'])} | "
+            lines.append(f"| {r['method']} | {r['limit']} | {'yes' if r['fits'] else 'no'} | "
+                         f"{_pct(r['merge_ratio'])} | "
                          f"{_pct(r['switch_merge_ratio'])} | {_pct(r['network_fpr'])} | "
                          f"{100 * r['added_network_fpr']:+.2f} pp | {_pct(r['subscriber_fpr'])} | "
                          f"{100 * r['added_subscriber_fpr']:+.2f} pp | {r['false_negatives']} | {r['merge_seconds']} |")

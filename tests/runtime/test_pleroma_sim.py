@@ -25,7 +25,8 @@ OPS = ("==", "!=", "<", ">", ">=")
 
 
 def _rule():
-    cmp = st.builds(lambda f, op, c: f"m.{f} {op} {c}", st.sampled_from("abc"), st.sampled_from(OPS), st.integers(1, 62))
+    cmp = st.builds(lambda f, op, c: f"m.{f} {op} {c}", st.sampled_from("abc"), st.sampled_from(OPS),
+                    st.integers(1, 62))
     filt = st.lists(cmp, min_size=1, max_size=3).map(" and ".join)
     return st.builds(lambda f, hs: f"{f}: fwd({', '.join(HOSTS[h] for h in sorted(set(hs)))});", filt,
                      st.lists(st.integers(0, len(HOSTS) - 1), min_size=1, max_size=3))

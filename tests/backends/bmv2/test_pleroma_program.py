@@ -31,7 +31,8 @@ def test_flows_become_lpm_entries_on_the_ipv6_destination(tmp_path):
     assert sum("multicast_group_entry" in u["entity"].get("packet_replication_engine_entry", {})
                for u in doc["updates"]) == 2
     commands = paths[2].read_text().splitlines()
-    assert "table_add MyIngress.pleroma_flows MyIngress.pleroma_port 1 0xff0ec000000000000000000000000000/19 => 2" in commands
+    assert ("table_add MyIngress.pleroma_flows MyIngress.pleroma_port 1 0xff0ec000000000000000000000000000/19 => 2"
+            in commands)
     assert "mc_mgrp_create 1" in commands
 
 

@@ -57,7 +57,8 @@ def test_rank_indexing_at_full_resolution_is_exact():
 
 
 def test_a_cap_makes_the_cover_coarser_never_narrower():
-    typed = check_rules(parse_rules("m.a > 3 and m.b > 5: fwd(1);\nm.a < 1 and m.b < 1: fwd(2);\nm.a > 14: fwd(3);"), SPEC)
+    text = "m.a > 3 and m.b > 5: fwd(1);\nm.a < 1 and m.b < 1: fwd(2);\nm.a > 14: fwd(3);"
+    typed = check_rules(parse_rules(text), SPEC)
     space = event_space(typed.fields, [r.filter for r in typed.rules], "value", dimension_bits=4)
     fine = decompose(space, list(typed.rules)[0].filter, typed.fields, 8)
     coarse = decompose(space, list(typed.rules)[0].filter, typed.fields, 8, max_dz=2)
