@@ -75,6 +75,8 @@ class PleromaEvalConfig:
             raise P4subError("flow limits are fractions of the unconstrained largest switch, between 0 and 1")
         if any(not 1 <= r <= 64 for r in (*self.resolutions, self.merge_resolution)):
             raise P4subError("dz resolutions must be 1..64 bits")
+        if self.seed < 0:
+            raise P4subError("--seed must be >= 0")
         if self.filters < 1 or self.events < 10 or self.publishers < 1:
             raise P4subError("need at least 1 filter, 10 events and 1 publisher")
         if self.max_dz < 1 or self.balogh_max_dz < 1 or (self.finest_max_dz is not None and self.finest_max_dz < 1):

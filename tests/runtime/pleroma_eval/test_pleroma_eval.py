@@ -34,3 +34,5 @@ def test_bad_options_are_user_errors(capsys):
     assert "unknown workload" in capsys.readouterr().err
     assert main(["eval", "pleroma", "--quick", "--quiet", "--limits", "150"]) == 2
     assert main(["eval", "pleroma", "--quick", "--quiet", "--methods", "lru"]) == 2
+    assert main(["eval", "pleroma", "--quick", "--quiet", "--seed", "-1"]) == 2
+    assert main(["eval", "pleroma", "--quick", "--quiet", "--max-dz", "0"]) == 2
