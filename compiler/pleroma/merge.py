@@ -25,8 +25,8 @@ Algorithms:
 
 * ``baseline`` and ``ms`` are the local enforcers (§5.3): one switch at a time, knowing nothing of
   the others, merge at a *leaf* merge point (random, or cheapest by ``ms``) until the switch fits.
-  Balogh runs them whenever a flow is added; here they run on the finished table, merge after
-  merge, which is the same choice rule with the requests all in;
+  Given the requests, they run as Balogh runs them, whenever a flow is added
+  (:mod:`.configurator`); without, merge after merge on the finished table;
 * ``traffic`` and ``history`` are the global optimiser (§5.4, Alg. 3-4): switches in rounds from
   the publishers outwards (each sees its upstream switches' final flows), at each the merge point
   with the least cost per flow saved that does not overshoot the limit (the cheapest of all when
@@ -40,7 +40,7 @@ import random
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -374,9 +374,14 @@ def _greedy(by_ingress: dict[int, Table], limit: int, cost, refresh) -> int:
 
 
 def enforce(topology: Topology, tables: Tables, limit: int, method: str, trees: Mapping[str, Tree],
-            resolution: int, samples: Samples | None = None, seed: int = 0, progress=None) -> tuple[Tables, MergeStats]:
+            resolution: int, samples: Samples | None = None, seed: int = 0, progress=None,
+            requests: Sequence[tuple[str, Sequence[str]]] | None = None) -> tuple[Tables, MergeStats]:
     """A copy of ``tables`` in which every switch holds at most ``limit`` flows (when it can: one per
-    ingress port is the least), by ``method`` (module docstring)."""
+    ingress port is the least), by ``method`` (module docstring).
+
+    With ``requests`` (``(host, dz's)`` per subscription in arrival order) the local enforcers run as
+    S2 runs them, on every flow add while the configurator installs the requests one by one
+    (:func:`compiler.pleroma.configurator.configure`); without, on the finished ``tables``."""
     if method not in METHODS:
         raise P4subError(f"unknown merge method {method!r}; expected one of {', '.join(METHODS)}")
     if limit < 1:
@@ -385,7 +390,11 @@ def enforce(topology: Topology, tables: Tables, limit: int, method: str, trees: 
     out: Tables = {s: {i: dict(t) for i, t in by_in.items()} for s, by_in in tables.items()}
     before = sum(_count(b) for b in out.values())
     merges = 0
-    if method in ("baseline", "ms"):
+    if method in ("baseline", "ms") and requests is not None:
+        from compiler.pleroma.configurator import configure
+
+        out, merges = configure(topology, requests, trees, limit, method, seed)
+    elif method in ("baseline", "ms"):
         rng = random.Random(seed)
         for s in topology.switches():
             merges += local_enforce(out.get(s, {}), limit, method, rng)

@@ -30,6 +30,8 @@ class PleromaNetwork:
     dz_per_subscription: list[int] = field(default_factory=list)
     #: The resolution each subscription got (coarser than asked when its dz's would pass ``max_dz``).
     subscription_bits: list[int] = field(default_factory=list)
+    #: ``(host, its dz's)`` per subscription, in rule order: the requests as the configurator gets them.
+    subscriptions: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
     def flows_per_switch(self) -> dict[str, int]:
         return flow_count(self.tables)
@@ -53,6 +55,7 @@ def build(topology: Topology, typed: TypedRules, publishers: Sequence[str], reso
     if space is None:
         space = event_space(typed.fields, [r.filter for r in typed.rules], indexing)
     host_dzs: dict[str, list[str]] = {}
+    requests: list[tuple[str, tuple[str, ...]]] = []
     exact = True
     counts: list[int] = []
     bits: list[int] = []
@@ -68,7 +71,12 @@ def build(topology: Topology, typed: TypedRules, publishers: Sequence[str], reso
             exact &= d.exact
             dzs.update(d.dzs)
         host_dzs[host] = minimise(dzs)
+    for rule in typed.rules:  # arrival order: the rule file's
+        for host_id in rule.ports:
+            host = topology.host_by_id(host_id)
+            if host is not None:
+                requests.append((host, cache[id(rule.filter)].dzs))
     t = trees(topology, publishers, tree)
     tables = flow_tables(topology, host_dzs, t)
     return PleromaNetwork(space, min(resolution, space.max_length), host_dzs, tables, t, list(publishers), exact,
-                          time.perf_counter() - start, counts, bits)
+                          time.perf_counter() - start, counts, bits, requests)

@@ -210,7 +210,8 @@ def evaluate_network(topology: Topology, spec_text: str, workload: str, config: 
             say(f"{spec_text} {workload}: {method} under {limit} flows")
             start = time.perf_counter()
             tables, st = enforce(topology, merge_net.tables, limit, method, merge_net.trees, merge_net.resolution,
-                                 samples.get(method, samples["traffic"]), seed=config.seed)
+                                 samples.get(method, samples["traffic"]), seed=config.seed,
+                                 requests=merge_net.subscriptions)
             row = _pleroma_row(merge_net, tables, topology, merge_dz, pub_of, pubs, wanted, behind, rows,
                                method=method, limit=limit, limit_share=share, fits=st.fits,
                                merge_ratio=round(st.merge_ratio, 4), merges=st.merges,
@@ -263,7 +264,7 @@ def evaluate_balogh(config: PleromaEvalConfig, progress: Callable[[str], None] |
             say(f"balogh: {method} under {limit} flows")
             start = time.perf_counter()
             tables, st = enforce(topology, net.tables, limit, method, net.trees, net.resolution,
-                                 samples.get(method, samples["traffic"]), seed=config.seed)
+                                 samples.get(method, samples["traffic"]), seed=config.seed, requests=net.subscriptions)
             row = _pleroma_row(net, tables, topology, dz, pub_of, pubs, wanted, behind, rows, method=method,
                                limit=limit, limit_share=share, fits=st.fits, merge_ratio=round(st.merge_ratio, 4),
                                switch_merge_ratio=round(_switch_ratio(net.tables, tables), 4),

@@ -45,8 +45,8 @@ def _delivered(net, tables, dz, pubs, pub_names):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(_rule(), min_size=1, max_size=8), st.integers(0, 2**32 - 1), st.sampled_from(["value", "rank"]),
        st.sampled_from(["single", "publisher"]), st.sampled_from([None, "baseline", "ms", "history", "traffic"]),
-       st.integers(2, 24), st.booleans())
-def test_every_subscriber_gets_every_event_it_wants(lines, seed, indexing, tree, merge, resolution, exact):
+       st.integers(2, 24), st.booleans(), st.booleans())
+def test_every_subscriber_gets_every_event_it_wants(lines, seed, indexing, tree, merge, resolution, exact, on_add):
     """No false negative in any case; with rank indexing at full resolution, no dz cap and no flow
     limit (an exact decomposition), exactly the wanted hosts get each event."""
     if exact:
@@ -64,7 +64,8 @@ def test_every_subscriber_gets_every_event_it_wants(lines, seed, indexing, tree,
     if merge is not None:
         limit = max(2, max(flow_count(tables).values()) // 2)
         tables, stats = enforce(TOPO, tables, limit, merge, net.trees, net.resolution,
-                                Samples(dz[:40], pubs[:40], pub_names), seed=seed)
+                                Samples(dz[:40], pubs[:40], pub_names), seed=seed,
+                                requests=net.subscriptions if on_add else None)
         assert all(c <= limit for c in flow_count(tables).values()) or not stats.fits
     got = _delivered(net, tables, dz, pubs, pub_names)
     ids = {TOPO.node_id(h): h for h in HOSTS}
