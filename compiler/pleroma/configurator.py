@@ -63,6 +63,8 @@ def configure(topology: Topology, subscriptions: Sequence[tuple[str, Sequence[st
     rng = random.Random(seed)
     merges = 0
     routes: dict[tuple[str, str], list[tuple[str, int, int]]] = {}
+    cache: dict[str, dict] = {s: {} for s in tables}  # sorted keys and leaf points per table
+    dirty: dict[str, set[int]] = {s: set() for s in tables}  # tables changed since they were scored
     for host, dzs in subscriptions:
         for p, tree in publisher_trees.items():
             if p == host or not dzs:
@@ -76,6 +78,10 @@ def configure(topology: Topology, subscriptions: Sequence[tuple[str, Sequence[st
                 changed = False
                 for dz in dzs:
                     changed |= install(table, dz, egress)
-                if changed and limit is not None and sum(len(t) for t in by_ingress.values()) > limit:
-                    merges += local_enforce(by_ingress, limit, method, rng)
+                if not changed or limit is None:
+                    continue
+                dirty[switch].add(ingress)
+                if sum(len(t) for t in by_ingress.values()) > limit:
+                    merges += local_enforce(by_ingress, limit, method, rng, cache[switch], dirty[switch])
+                    dirty[switch].clear()
     return tables, merges

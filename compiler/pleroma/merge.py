@@ -107,9 +107,10 @@ def ancestor_ports(table: Table, key: str) -> frozenset[int]:
     return frozenset()
 
 
-def merge_at(table: Table, key: str) -> Table:
-    """``table`` with every flow below ``key`` replaced by ``(key, union of their egress)``."""
-    inner = below(sorted(table), key)
+def merge_at(table: Table, key: str, keys: list[str] | None = None) -> Table:
+    """``table`` with every flow below ``key`` replaced by ``(key, union of their egress)`` (``keys``:
+    the table's dz's sorted, if the caller has them)."""
+    inner = below(keys if keys is not None else sorted(table), key)
     if not inner:
         raise P4subError(f"no flow below merge point {key!r}")
     ports = ancestor_ports(table, key).union(*(table[k] for k in inner))
@@ -163,32 +164,64 @@ def _count(by_ingress: Mapping[int, Table]) -> int:
     return sum(len(t) for t in by_ingress.values())
 
 
-def local_enforce(by_ingress: dict[int, Table], limit: int, method: str, rng: random.Random) -> int:
+def _is_leaf_point(keys: list[str], c: str) -> bool:
+    """``c`` is a leaf merge point of the sorted ``keys``: under it lie two or three flows, at most one
+    on each side and maybe one at ``c`` (S2 §5.3), so no other merge point lies below it."""
+    under = below(keys, c)
+    if len(under) < 2:
+        return False
+    sides = [k for k in under if k != c]
+    zero = sum(1 for k in sides if k[len(c)] == "0")
+    return zero <= 1 and len(sides) - zero <= 1
+
+
+def local_enforce(by_ingress: dict[int, Table], limit: int, method: str, rng: random.Random,
+                  cache: dict[int, tuple[list[str], list[tuple[float, str]]]] | None = None,
+                  dirty: set[int] | None = None) -> int:
     """Merge at leaf merge points until the switch holds ``limit`` flows; returns the merges made.
 
-    The leaf points (and, for ``ms``, their costs) of an ingress port's tree are worked out again
-    only when a merge changed that tree."""
-    options: dict[int, list[tuple[float, str]]] = {}
+    A merge at a leaf point changes only the flows below it, so afterwards only that point and the
+    two nodes it may now make leaves (its longest common prefixes with its neighbours) are looked at
+    again. A caller that enforces on every add keeps the sorted keys and options in ``cache`` and
+    names the ports whose tables it changed since in ``dirty``; those are worked out afresh."""
+    state: dict[int, tuple[list[str], list[tuple[float, str]]]] = cache if cache is not None else {}
+
+    def cost(t: Table, p: str, keys: list[str]) -> float:
+        return ms_cost(t, p, keys) if method == "ms" else 0.0
 
     def score(i: int) -> None:
         t = by_ingress[i]
         keys = sorted(t)
-        points = leaf_points(t)
-        options[i] = sorted((ms_cost(t, p, keys) if method == "ms" else 0.0, p) for p in points)
+        state[i] = (keys, sorted((cost(t, p, keys), p) for p in leaf_points(t)))
 
     for i in by_ingress:
-        score(i)
+        if cache is None or i not in state or (dirty is not None and i in dirty):
+            score(i)
     merges = 0
-    while _count(by_ingress) > limit:
-        flat = [(c, i, p) for i, opts in sorted(options.items()) for c, p in opts]
+    count = _count(by_ingress)
+    while count > limit:
+        flat = [(c, i, p) for i, (_, opts) in sorted(state.items()) if i in by_ingress for c, p in opts]
         if not flat:
             break
         if method == "baseline":
             _, i, p = flat[rng.randrange(len(flat))]
         else:
             _, i, p = min(flat)
-        by_ingress[i] = merge_at(by_ingress[i], p)
-        score(i)
+        table = by_ingress[i]
+        keys, opts = state[i]
+        inner = below(keys, p)
+        by_ingress[i] = table = merge_at(table, p, keys)
+        lo = bisect.bisect_left(keys, p)
+        keys[lo:lo + len(inner)] = [p]
+        count -= len(inner) - 1
+        opts = [o for o in opts if o[1] != p]
+        at = keys.index(p, lo)
+        fresh = {_lcp(p, keys[j]) for j in (at - 1, at + 1) if 0 <= j < len(keys)}
+        known = {q for _, q in opts}
+        for c in fresh - known:
+            if _is_leaf_point(keys, c):
+                bisect.insort(opts, (cost(table, c, keys), c))
+        state[i] = (keys, opts)
         merges += 1
     return merges
 
