@@ -160,8 +160,3 @@ def minimise(dzs: set[str] | list[str]) -> list[str]:
                     continue
                 kept.append(dz)
     return kept
-
-
-def covers(dzs: list[str] | tuple[str, ...], dz: str) -> bool:
-    """True when some dz of ``dzs`` is a prefix of ``dz`` (covers that cell)."""
-    return any(dz.startswith(p) for p in dzs)

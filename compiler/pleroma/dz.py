@@ -26,6 +26,8 @@ destination address (:func:`ipv6_address`); switches only match prefixes (docs/p
 
 from __future__ import annotations
 
+import bisect
+import ipaddress
 import math
 from dataclasses import dataclass
 from typing import Iterable, Literal, Mapping, Sequence
@@ -67,8 +69,6 @@ class Dimension:
         return np.searchsorted(cuts, np.asarray(values, dtype=np.uint64), side="right").astype(np.uint64)
 
     def coordinate_of(self, value: int) -> int:
-        import bisect
-
         return bisect.bisect_right(self.cuts, value)
 
     def coordinates(self, interval: Interval) -> Interval:
@@ -132,7 +132,7 @@ def interleave(bits: Sequence[int]) -> tuple[tuple[int, int], ...]:
     return tuple(layout)
 
 
-def event_space(fields: Mapping[str, QueryField], filters: Iterable[ast.Filter], indexing: str = "value",
+def event_space(fields: Mapping[str, QueryField], filters: Iterable[ast.Filter], indexing: Indexing = "value",
                 dimension_bits: int = MAX_DIMENSION_BITS, order: Sequence[str] | None = None) -> EventSpace:
     """The event space of a set of subscriptions: one dimension per field they test.
 
@@ -256,6 +256,4 @@ def ipv6_prefix(dz: str) -> tuple[int, int]:
 
 
 def ipv6_text(address: int) -> str:
-    import ipaddress
-
     return str(ipaddress.IPv6Address(address))

@@ -10,7 +10,7 @@ from typing import Sequence
 from compiler import rules as ast
 from compiler.network import Topology
 from compiler.pleroma.decompose import Decomposition, decompose, minimise
-from compiler.pleroma.dz import EventSpace, event_space
+from compiler.pleroma.dz import MAX_RESOLUTION, EventSpace, event_space
 from compiler.pleroma.flows import Tables, Tree, flow_count, flow_tables, trees
 from compiler.rules import TypedRules
 
@@ -46,6 +46,7 @@ def build(topology: Topology, typed: TypedRules, publishers: Sequence[str], reso
     of one subscription (coarser when it needs more).
     """
     start = time.perf_counter()
+    resolution = min(resolution, MAX_RESOLUTION)  # events carry their dz in a uint64
     per_host: dict[str, list[ast.Filter]] = {h: [] for h in topology.hosts()}
     for rule in typed.rules:  # a network rule's fwd ports are host ids
         for host_id in rule.ports:

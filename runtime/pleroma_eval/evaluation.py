@@ -19,7 +19,7 @@ on a tree, as in the thesis, to set the merge ratio against the false positives 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
