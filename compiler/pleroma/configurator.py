@@ -19,6 +19,7 @@ from typing import Iterable, Mapping, Sequence
 
 from compiler.network import Topology
 from compiler.pleroma.flows import Tables, Tree, lookup, route
+from compiler.pleroma.merge import local_enforce
 
 Table = dict[str, frozenset[int]]
 
@@ -57,8 +58,6 @@ def configure(topology: Topology, subscriptions: Sequence[tuple[str, Sequence[st
               seed: int = 0) -> tuple[Tables, int]:
     """Every subscription ``(host, dz's)`` in order, for every publisher; returns the tables and the
     merges the local enforcer made (0 without a limit)."""
-    from compiler.pleroma.merge import local_enforce
-
     tables: Tables = {s: {} for s in topology.switches()}
     rng = random.Random(seed)
     merges = 0

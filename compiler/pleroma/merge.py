@@ -37,10 +37,9 @@ from __future__ import annotations
 
 import bisect
 import random
-import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 
@@ -51,23 +50,6 @@ from compiler.pleroma.lpm import LpmTable, compile_tables, walk
 
 METHODS = ("baseline", "ms", "traffic", "history")
 Table = dict[str, frozenset[int]]
-
-
-@dataclass
-class MergeStats:
-    method: str
-    limit: int
-    merges: int
-    flows_before: int
-    flows_after: int
-    max_flows: int
-    fits: bool
-    seconds: float
-
-    @property
-    def merge_ratio(self) -> float:
-        """S2's merge ratio: the share of flows merged away, over the network."""
-        return (self.flows_before - self.flows_after) / self.flows_before if self.flows_before else 0.0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -160,7 +142,7 @@ def ms_cost(table: Table, key: str, keys: list[str] | None = None) -> float:
 # ------------------------------------------------------------------------------------------------
 
 
-def _count(by_ingress: Mapping[int, Table]) -> int:
+def count_flows(by_ingress: Mapping[int, Table]) -> int:
     return sum(len(t) for t in by_ingress.values())
 
 
@@ -198,7 +180,7 @@ def local_enforce(by_ingress: dict[int, Table], limit: int, method: str, rng: ra
         if cache is None or i not in state or (dirty is not None and i in dirty):
             score(i)
     merges = 0
-    count = _count(by_ingress)
+    count = count_flows(by_ingress)
     while count > limit:
         flat = [(c, i, p) for i, (_, opts) in sorted(state.items()) if i in by_ingress for c, p in opts]
         if not flat:
@@ -345,7 +327,7 @@ def global_optimise(topology: Topology, tables: Tables, limit: int, samples: Sam
     order = processing_order(topology, samples.publisher_names)
     for done, switch in enumerate(order):
         by_ingress = tables.get(switch, {})
-        if _count(by_ingress) <= limit:
+        if count_flows(by_ingress) <= limit:
             continue
         lpm = compile_tables(tables)
         arriving: dict[int, list[np.ndarray]] = {}
@@ -384,7 +366,7 @@ def _greedy(by_ingress: dict[int, Table], limit: int, cost, refresh) -> int:
     for i in by_ingress:
         score(i)
     merges = 0
-    while (excess := _count(by_ingress) - limit) > 0:
+    while (excess := count_flows(by_ingress) - limit) > 0:
         best = None
         for fits in (True, False):
             for i, points in cand.items():
@@ -404,38 +386,3 @@ def _greedy(by_ingress: dict[int, Table], limit: int, cost, refresh) -> int:
         score(i)
         merges += 1
     return merges
-
-
-def enforce(topology: Topology, tables: Tables, limit: int, method: str, trees: Mapping[str, Tree],
-            resolution: int, samples: Samples | None = None, seed: int = 0, progress=None,
-            requests: Sequence[tuple[str, Sequence[str]]] | None = None) -> tuple[Tables, MergeStats]:
-    """A copy of ``tables`` in which every switch holds at most ``limit`` flows (when it can: one per
-    ingress port is the least), by ``method`` (module docstring).
-
-    With ``requests`` (``(host, dz's)`` per subscription in arrival order) the local enforcers run as
-    S2 runs them, on every flow add while the configurator installs the requests one by one
-    (:func:`compiler.pleroma.configurator.configure`); without, on the finished ``tables``."""
-    if method not in METHODS:
-        raise P4subError(f"unknown merge method {method!r}; expected one of {', '.join(METHODS)}")
-    if limit < 1:
-        raise P4subError("the flow limit must be at least 1")
-    start = time.perf_counter()
-    out: Tables = {s: {i: dict(t) for i, t in by_in.items()} for s, by_in in tables.items()}
-    before = sum(_count(b) for b in out.values())
-    merges = 0
-    if method in ("baseline", "ms") and requests is not None:
-        from compiler.pleroma.configurator import configure
-
-        out, merges = configure(topology, requests, trees, limit, method, seed)
-    elif method in ("baseline", "ms"):
-        rng = random.Random(seed)
-        for s in topology.switches():
-            merges += local_enforce(out.get(s, {}), limit, method, rng)
-    else:
-        if samples is None:
-            raise P4subError(f"--merge {method} needs sample events")
-        merges = global_optimise(topology, out, limit, samples, resolution, trees, progress)
-    counts = [_count(b) for b in out.values()]
-    after = sum(counts)
-    return out, MergeStats(method, limit, merges, before, after, max(counts, default=0),
-                           max(counts, default=0) <= limit, time.perf_counter() - start)
