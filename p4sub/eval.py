@@ -317,6 +317,9 @@ def register_pleroma(evals: argparse._SubParsersAction) -> None:
     v.add_argument("--seed", type=int, help=f"seed (default {d.seed})")
     v.add_argument("--report", metavar="DIR", help="write pleroma.json, pleroma.md and plots to DIR")
     v.add_argument("--no-plots", action="store_true")
+    v.add_argument("--programs", action="store_true",
+                   help="with --report: also each switch's BMv2 program and entries for PLEROMA's unconstrained "
+                        "flows at --merge-resolution, in DIR/bmv2/TOPOLOGY-WORKLOAD/SWITCH/")
     v.add_argument("--quiet", action="store_true", help="no progress")
     v.set_defaults(func=run_pleroma)
 
@@ -325,8 +328,10 @@ def run_pleroma(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from runtime.pleroma_eval import QUICK, PleromaEvalConfig, evaluate
-    from runtime.pleroma_eval.report import markdown, write_report
+    from runtime.pleroma_eval.report import markdown, write_programs, write_report
 
+    if args.programs and not args.report:
+        raise P4subError("--programs writes into --report DIR: give one")
     config = QUICK if args.quick else PleromaEvalConfig()
     changes: dict = {}
     if args.topologies:
@@ -347,6 +352,8 @@ def run_pleroma(args: argparse.Namespace) -> int:
             changes[key] = tuple(x / 100 for x in _ints(text, f"--{option.replace('_', '-')}"))
     if args.no_balogh:
         changes["balogh"] = False
+    if args.programs:
+        changes["keep_tables"] = True
     config = replace(config, **changes)
     config.validate()
     if args.report:
@@ -355,5 +362,6 @@ def run_pleroma(args: argparse.Namespace) -> int:
     report = evaluate(config, progress)
     sys.stdout.write(markdown(report))
     if args.report:
-        report_files(args.report, lambda stage: write_report(report, stage, plots=not args.no_plots))
+        report_files(args.report, lambda stage: write_report(report, stage, plots=not args.no_plots)
+                     + (write_programs(report, stage) if args.programs else []))
     return 0

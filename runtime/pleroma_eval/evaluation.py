@@ -62,6 +62,9 @@ class PleromaEvalConfig:
     #: The finest PLEROMA row per network: rank indexing at full resolution, at most this many dz's
     #: per subscription (exact when none needs more); None leaves the row out.
     finest_max_dz: int | None = 1024
+    #: Keep each network's unconstrained flows at the merge resolution (``tables``, not JSON) so that
+    #: the command can render them as BMv2 programs.
+    keep_tables: bool = False
     seed: int = 1
 
     def validate(self) -> None:
@@ -202,6 +205,8 @@ def evaluate_network(topology: Topology, spec_text: str, workload: str, config: 
                                                                   dtype=np.uint64)
     samples = {"history": Samples(merge_dz[history], pub_of[history], pubs),
                "traffic": Samples(uniform, pub_of[history], pubs)}
+    if config.keep_tables:
+        out["tables"] = merge_net.tables
     tightest = None
     for share in config.limits:
         limit = max(1, int(top * share))

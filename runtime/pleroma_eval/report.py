@@ -86,8 +86,25 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_programs(report: dict[str, Any], out: Path) -> list[Path]:
+    """Each network's unconstrained PLEROMA flows (kept with ``keep_tables``) as one v1model program per
+    switch: ``bmv2/<topology>-<workload>/<switch>/`` (:mod:`backends.bmv2.pleroma_program`)."""
+    from backends.bmv2.pleroma_program import render
+
+    paths = []
+    for net in report["networks"]:
+        tables = net.get("tables")
+        if tables is None:
+            continue
+        base = Path(out) / "bmv2" / f"{net['topology'].replace(':', '')}-{net['workload']}"
+        for switch, flows in tables.items():
+            paths += render(switch, flows, base / switch)
+    return paths
+
+
 def write_report(report: dict[str, Any], out: Path, plots: bool = True) -> list[Path]:
     out = Path(out)
+    report = {**report, "networks": [{k: v for k, v in n.items() if k != "tables"} for n in report["networks"]]}
     paths = [out / "pleroma.json", out / "pleroma.md"]
     paths[0].write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     paths[1].write_text(markdown(report), encoding="utf-8")
