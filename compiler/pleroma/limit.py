@@ -63,7 +63,7 @@ def enforce(topology: Topology, tables: Tables, limit: int, method: str, trees: 
     else:
         if samples is None:
             raise P4subError(f"--merge {method} needs sample events")
-        merges = global_optimise(topology, out, limit, samples, resolution, trees, progress)
+        merges = global_optimise(topology, out, limit, samples, resolution, trees, method, progress)
     counts = [count_flows(b) for b in out.values()]
     after = sum(counts)
     return out, MergeStats(method, limit, merges, before, after, max(counts, default=0),

@@ -15,10 +15,9 @@ Cost functions (what merging at ``m`` is expected to cost):
   covers. Computed exactly under longest-prefix matching: a region of ``m`` that went to port
   ``q`` before (through a flow below ``m`` or the nearest flow above it) costs nothing;
 * ``traffic`` (Alg. 5): the expected network false positives, publisher traffic times the share of
-  the space reaching the port that the merge wrongly covers, times the links behind the port.
-  The events that reach the switch through its (already merged) upstream switches are estimated
-  with uniformly drawn points of Ω published at every publisher (Balogh's uniform-publishing
-  assumption, by sampling rather than by dz algebra);
+  the advertised space that reaches the switch (through the flows of the switches before it, already
+  merged) and that the merge wrongly covers on a port, times the links behind the port: dz algebra,
+  under Balogh's assumption that publishers publish uniformly over their advertisement;
 * ``history`` (Alg. 6): the same with a sample of past events (the history) instead of uniform points.
 
 Algorithms:
@@ -36,6 +35,8 @@ Algorithms:
 from __future__ import annotations
 
 import bisect
+import functools
+import itertools
 import random
 from collections import deque
 from dataclasses import dataclass
@@ -319,15 +320,152 @@ class _SampleCost:
                                  for q in union if q in self.miss)
 
 
+# ------------------------------------------------------------------------------------------------
+# Sets of cells (dz algebra) and the traffic-based cost (S2 Alg. 5)
+# ------------------------------------------------------------------------------------------------
+
+
+def space_size(dzs: list[str]) -> float:
+    """The share of Ω a set of disjoint dz's covers (a dz of length L is 2^-L of it)."""
+    return sum(2.0 ** -len(d) for d in dzs)
+
+
+def restrict(space: list[str], key: str, cells: set[str] | frozenset[str] | None = None) -> list[str]:
+    """``space ∩ key`` for a sorted list of disjoint dz's (``cells``: the same as a set, if at hand)."""
+    cells = cells if cells is not None else set(space)
+    if any(key[:k] in cells for k in range(len(key) + 1)):
+        return [key]
+    return below(space, key)
+
+
+def intersect_spaces(a: list[str], b: list[str]) -> list[str]:
+    """``a ∩ b`` for sorted lists of disjoint dz's (cells overlap only when one is a prefix of the other)."""
+    out = []
+    bset = set(b)
+    for x in a:
+        if any(x[:k] in bset for k in range(len(x) + 1)):
+            out.append(x)  # a cell of b covers x
+        else:
+            out.extend(below(b, x))  # the cells of b inside x
+    return sorted(set(out))
+
+
+def subtract(key: str, covered: list[str]) -> list[str]:
+    """The cells of ``key`` that no dz of ``covered`` (sorted, all inside ``key``) covers."""
+    inside = below(covered, key)
+    if not inside:
+        return [key]
+    if inside[0] == key:
+        return []
+    return subtract(key + "0", inside) + subtract(key + "1", inside)
+
+
+@dataclass(frozen=True)
+class TrafficPath:
+    """One publisher's path into a merging switch's ingress port (S2 Alg. 5's ``path``)."""
+
+    traffic: float  # events the publisher sends (its access port's counter)
+    input_space: list[str]  # what reaches the switch: the advertisement through every upstream switch's flows
+    advertised: list[str]
+
+    @functools.cached_property
+    def cells(self) -> frozenset[str]:
+        return frozenset(self.input_space)
+
+
+def overlap_size(a: list[str], b: list[str]) -> float:
+    """``size(a ∩ b)`` for sorted lists of disjoint dz's, without building the intersection: a cell of
+    ``a`` counts whole when a cell of ``b`` covers it, else by the cells of ``b`` inside it."""
+    if len(a) > len(b):
+        a, b = b, a
+    bset = set(b)
+    sums = [0.0, *itertools.accumulate(2.0 ** -len(d) for d in b)]
+    total = 0.0
+    for x in a:
+        if any(x[:k] in bset for k in range(len(x) + 1)):
+            total += 2.0 ** -len(x)
+            continue
+        lo = bisect.bisect_left(b, x)
+        hi = bisect.bisect_left(b, x + "2")  # "2" sorts after "0" and "1": past every extension of x
+        total += sums[hi] - sums[lo]
+    return total
+
+
+def traffic_cost(table: Table, key: str, keys: list[str], paths: list[TrafficPath], links: Mapping[int, int]) -> float:
+    """S2 Alg. 5: Σ_paths Σ_ports traffic * size(input ∩ wrongly covered) / size(advertised) * links,
+    with ``size(input ∩ wrongly) = size(input ∩ key) - size(input ∩ the flows that served the port)``.
+
+    A port the flow above ``key`` already serves is not wrongly covered there (those events went to
+    it before the merge), as in :func:`ms_cost`."""
+    inner = below(keys, key)
+    above = ancestor_ports(table, key)
+    union = above.union(*(table[k] for k in inner))
+    cost = 0.0
+    for path in paths:
+        reach = restrict(path.input_space, key, path.cells)
+        if not reach:
+            continue
+        reach_size = space_size(reach)
+        adv = space_size(path.advertised)
+        for q in sorted(union - above):
+            served = _disjoint([k for k in inner if q in table[k]])
+            fp = reach_size - overlap_size(reach, served)
+            cost += path.traffic * fp / adv * links.get(q, 1)
+    return cost
+
+
+def traffic_paths(topology: Topology, tables: Tables, trees: Mapping[str, Tree], switch: str,
+                  traffic: Mapping[str, float]) -> dict[int, list[TrafficPath]]:
+    """Per ingress port of ``switch``: the publishers whose tree enters there, each with the space
+    its (whole-space) advertisement keeps through the flows of the switches before (S2 Alg. 5's
+    ``inputSpace``: per upstream switch, the flows of the path's ingress port that send to the path)."""
+    out: dict[int, list[TrafficPath]] = {}
+    for p, tree in trees.items():
+        start, host_port = topology.host_attachment(p)
+        path = tree.path(start, switch)
+        space = [""]
+        for n, u in enumerate(path[:-1]):
+            ingress = host_port if n == 0 else topology.port(u, path[n - 1])
+            egress = topology.port(u, path[n + 1])
+            sends = sorted(k for k, ports in tables.get(u, {}).get(ingress, {}).items() if egress in ports)
+            space = intersect_spaces(space, _disjoint(sends))
+            if not space:
+                break
+        ingress = host_port if len(path) == 1 else topology.port(switch, path[-2])
+        out.setdefault(ingress, []).append(TrafficPath(traffic.get(p, 1.0), space, [""]))
+    return out
+
+
+def _disjoint(dzs: list[str]) -> list[str]:
+    """Sorted dz's without those another covers (their union as disjoint cells)."""
+    kept: list[str] = []
+    for d in sorted(dzs):
+        if kept and d.startswith(kept[-1]):
+            continue
+        kept.append(d)
+    return kept
+
+
 def global_optimise(topology: Topology, tables: Tables, limit: int, samples: Samples, resolution: int,
-                    trees: Mapping[str, Tree], progress=None) -> int:
-    """S2 Alg. 3-4 with the traffic/history cost of ``samples``; tables are changed in place."""
+                    trees: Mapping[str, Tree], method: str = "history", progress=None) -> int:
+    """S2 Alg. 3-4; tables are changed in place. ``history``: the cost of the sampled events
+    (Alg. 6); ``traffic``: Alg. 5 in dz algebra, each publisher's traffic its count in ``samples``."""
     links = affected_links(topology, trees)
     merges = 0
     order = processing_order(topology, samples.publisher_names)
     for done, switch in enumerate(order):
         by_ingress = tables.get(switch, {})
         if count_flows(by_ingress) <= limit:
+            continue
+        port_links = {q: links.get((switch, q), 1) for q in topology.ports(switch)}
+        if method == "traffic":
+            sent = {p: float(np.count_nonzero(samples.publishers == k)) for k, p in enumerate(samples.publisher_names)}
+            paths = traffic_paths(topology, tables, trees, switch, sent)
+            merges += _greedy(by_ingress, limit,
+                              lambda i, t, key, keys: traffic_cost(t, key, keys, paths.get(i, []), port_links),
+                              lambda i, t: None)
+            if progress:
+                progress(done + 1, len(order), switch)
             continue
         lpm = compile_tables(tables)
         arriving: dict[int, list[np.ndarray]] = {}
@@ -340,7 +478,6 @@ def global_optimise(topology: Topology, tables: Tables, limit: int, samples: Sam
             if s == switch:
                 idx = samples.publisher_names.index(p)
                 arriving.setdefault(port, []).append(samples.dz[samples.publishers == idx])
-        port_links = {q: links.get((switch, q), 1) for q in topology.ports(switch)}
         costers = {i: _SampleCost(t, np.concatenate(arriving.get(i, [np.zeros(0, np.uint64)])), resolution,
                                   port_links, samples.weight) for i, t in by_ingress.items()}
         merges += _greedy(by_ingress, limit, lambda i, t, key, keys: costers[i].cost(t, key, keys),
@@ -351,22 +488,28 @@ def global_optimise(topology: Topology, tables: Tables, limit: int, samples: Sam
 
 
 def _greedy(by_ingress: dict[int, Table], limit: int, cost, refresh) -> int:
-    """S2 Alg. 4: least cost per flow saved, no overshoot of the limit when avoidable."""
-    cand: dict[int, dict[str, tuple[float, int]]] = {}
+    """S2 Alg. 4: least cost per flow saved, no overshoot of the limit when avoidable.
 
-    def score(i: int) -> None:
-        t = by_ingress[i]
-        keys = sorted(t)
+    A merge at ``key`` changes only the flows below it: the merge points below it vanish, those above
+    it (its prefixes) see fewer flows and are costed again, and no other merge point changes."""
+    cand: dict[int, dict[str, tuple[float, int]]] = {}
+    sorted_keys: dict[int, list[str]] = {}
+
+    def score(i: int, key: str, keys: list[str]) -> None:
+        benefit = len(below(keys, key)) - 1
+        if benefit > 0:
+            cand[i][key] = (cost(i, by_ingress[i], key, keys), benefit)
+        else:
+            cand[i].pop(key, None)
+
+    for i, t in by_ingress.items():
+        keys = sorted_keys[i] = sorted(t)
         cand[i] = {}
         for key in merge_points(t):
-            benefit = len(below(keys, key)) - 1
-            if benefit > 0:
-                cand[i][key] = (cost(i, t, key, keys), benefit)
-
-    for i in by_ingress:
-        score(i)
+            score(i, key, keys)
     merges = 0
-    while (excess := count_flows(by_ingress) - limit) > 0:
+    count = count_flows(by_ingress)
+    while (excess := count - limit) > 0:
         best = None
         for fits in (True, False):
             for i, points in cand.items():
@@ -381,8 +524,17 @@ def _greedy(by_ingress: dict[int, Table], limit: int, cost, refresh) -> int:
         if best is None:
             break
         _, i, key = best
-        by_ingress[i] = merge_at(by_ingress[i], key)
+        keys = sorted_keys[i]
+        inner = below(keys, key)
+        by_ingress[i] = merge_at(by_ingress[i], key, keys)
+        lo = bisect.bisect_left(keys, key)
+        keys[lo:lo + len(inner)] = [key]
+        count -= len(inner) - 1
         refresh(i, by_ingress[i])
-        score(i)
+        for point in [p for p in cand[i] if p.startswith(key)]:
+            del cand[i][point]
+        for k in range(len(key)):
+            if key[:k] in cand[i]:
+                score(i, key[:k], keys)
         merges += 1
     return merges

@@ -72,3 +72,19 @@ def test_unknown_method_is_a_user_error():
     topo = fat_tree(4)
     with pytest.raises(P4subError, match="unknown merge method"):
         enforce(topo, {}, 5, "lru", {}, 8)
+
+
+def test_traffic_cost_is_s2s_worked_example():
+    # S2 Fig. 5.13: merging (1->0000->2,3) and (1->0011->2) into (1->00->2,3). Path 1: 1000 events
+    # advertised over {00}, only {0000, 0011} get through the upstream switches: port 3 wrongly covers
+    # 0011 (25 % of {00}), one link behind it: 250. Path 2: 200 events over {0}, {00} gets through:
+    # port 2 wrongly covers {0001, 0010} (25 %) with 3 links behind, 150; port 3 {0001, 001} (37.5 %), 75.
+    from compiler.pleroma.merge import TrafficPath, intersect_spaces, subtract, traffic_cost
+
+    t = {"0000": frozenset({2, 3}), "0011": frozenset({2})}
+    paths = [TrafficPath(1000, ["0000", "0011"], ["00"]), TrafficPath(200, ["00"], ["0"])]
+    assert traffic_cost(t, "00", sorted(t), paths, {2: 3, 3: 1}) == pytest.approx(250 + 150 + 75)
+    assert subtract("00", ["0000"]) == ["0001", "001"]
+    assert intersect_spaces(["0000", "0011"], ["0001", "001"]) == ["0011"]
+    # S1's difference: 0 - 000 = {001, 01} (S1 lists it expanded to length 3: 001, 010, 011).
+    assert subtract("0", ["000"]) == ["001", "01"]
