@@ -21,7 +21,7 @@ from typing import Mapping
 
 import numpy as np
 
-from compiler.pleroma import compile_tables, walk
+from compiler.pleroma import Tree, compile_tables, walk
 from compiler.network import Topology, orientation
 from compiler.rules import TypedRules
 from runtime.groundtruth import GroundTruth
@@ -75,6 +75,45 @@ def behind_masks(topology: Topology) -> dict[tuple[str, int], np.ndarray]:
     return out
 
 
+def tree_behind_masks(topology: Topology, publisher_trees: Mapping[str, Tree]
+                      ) -> dict[str, dict[tuple[str, int], np.ndarray]]:
+    """Per publisher, per directed link (switch, port) of its tree: the hosts beyond that link in the
+    tree (links off the tree: none). PLEROMA's copies follow trees, so a copy is extra when no host
+    that wants it lies beyond it in the publisher's tree; on a fat tree this is what
+    :func:`behind_masks` says, on a flat network (a Zoo graph) the up/down orientation would not be."""
+    index = {h: i for i, h in enumerate(topology.hosts())}
+    out: dict[str, dict[tuple[str, int], np.ndarray]] = {}
+    done: dict[int, dict[tuple[str, int], np.ndarray]] = {}
+    for p, tree in publisher_trees.items():
+        if id(tree) in done:
+            out[p] = done[id(tree)]
+            continue
+        nbrs: dict[str, list[str]] = {s: [] for s in topology.switches()}
+        for c, parent in tree.edges():
+            nbrs[c].append(parent)
+            nbrs[parent].append(c)
+        masks: dict[tuple[str, int], np.ndarray] = {}
+        for s in topology.switches():
+            for q in topology.ports(s):
+                peer, _ = topology.peer(s, q)
+                row = np.zeros(len(index), dtype=bool)
+                if not topology.is_switch(peer):
+                    row[index[peer]] = True
+                elif peer in nbrs[s]:
+                    stack, seen = [peer], {s, peer}
+                    while stack:
+                        x = stack.pop()
+                        for h in topology.hosts_of(x):
+                            row[index[h]] = True
+                        for y in nbrs[x]:
+                            if y not in seen:
+                                seen.add(y)
+                                stack.append(y)
+                masks[(s, q)] = row
+        out[p] = done[id(tree)] = masks
+    return out
+
+
 def wanted_matrix(typed: TypedRules, topology: Topology, columns: Mapping[str, np.ndarray], n: int) -> np.ndarray:
     """``(events, hosts)`` booleans: the host subscriptions (rules whose fwd names host ids) that hold."""
     hosts = topology.hosts()
@@ -87,15 +126,18 @@ def wanted_matrix(typed: TypedRules, topology: Topology, columns: Mapping[str, n
 
 def simulate(topology: Topology, tables: Mapping[str, Mapping[int, Mapping[str, frozenset[int]]]],
              event_dz: np.ndarray, resolution: int, publishers: np.ndarray, publisher_names: list[str],
-             wanted: np.ndarray, behind: Mapping[tuple[str, int], np.ndarray] | None = None) -> PleromaResult:
+             wanted: np.ndarray, behind: Mapping[tuple[str, int], np.ndarray] | None = None,
+             behind_by_publisher: Mapping[str, Mapping[tuple[str, int], np.ndarray]] | None = None) -> PleromaResult:
     """Publish event ``i`` at host ``publisher_names[publishers[i]]`` and follow every copy.
 
     ``wanted[i, h]`` is the ground truth for host ``topology.hosts()[h]``; a publisher is never
-    counted as wanting (or missing) its own event.
+    counted as wanting (or missing) its own event. Extra copies are judged by ``behind_by_publisher``
+    (:func:`tree_behind_masks`) when given, else by ``behind`` (default :func:`behind_masks`).
     """
     hosts = topology.hosts()
     col = {h: i for i, h in enumerate(hosts)}
-    behind = behind if behind is not None else behind_masks(topology)
+    if behind_by_publisher is None:
+        behind = behind if behind is not None else behind_masks(topology)
     n = len(event_dz)
     wanted = wanted.copy()
     for k, p in enumerate(publisher_names):
@@ -103,7 +145,11 @@ def simulate(topology: Topology, tables: Mapping[str, Mapping[int, Mapping[str, 
     arrivals = np.zeros((n, len(hosts)), dtype=np.int64)
     links: dict[tuple[str, int], list[int]] = {}
     for s, _, q, sel in walk(topology, compile_tables(tables), event_dz, resolution, publishers, publisher_names):
-        extra = int((~wanted[sel][:, behind[(s, q)]].any(axis=1)).sum())
+        if behind_by_publisher is not None:  # walk yields one publisher's rows at a time
+            mask = behind_by_publisher[publisher_names[publishers[sel[0]]]][(s, q)]
+        else:
+            mask = behind[(s, q)]
+        extra = int((~wanted[sel][:, mask].any(axis=1)).sum())
         st = links.setdefault((s, q), [0, 0])
         st[0] += len(sel)
         st[1] += extra

@@ -27,10 +27,10 @@ import numpy as np
 from compiler.base import P4subError
 from compiler.compile import CompileOptions, parse_budget
 from compiler.network import Topology, compile_network, from_switch_graph, parse_topology_arg
-from compiler.pleroma import METHODS, Samples, build, enforce, flow_count
+from compiler.pleroma import METHODS, Samples, build, enforce, flow_count, trees
 from runtime.netsim import Batch, network_of, simulate as netsim
 from runtime.pleroma_eval.workloads import WORKLOADS, Workload, make
-from runtime.pleroma_sim import behind_masks, simulate, wanted_matrix
+from runtime.pleroma_sim import simulate, tree_behind_masks, wanted_matrix
 
 #: Extra header bytes PLEROMA's events carry: an IPv6 header (40 B) instead of IPv4's 20 B, the dz in
 #: its destination address. p4sub matches the application's own fields: none.
@@ -155,7 +155,8 @@ def run_p4sub(topology: Topology, wl: Workload, pubs: list[str], pub_of: np.ndar
 
 
 def _pleroma_row(net, tables, topology, dz, pub_of, pubs, wanted, behind, rows, **extra) -> dict[str, Any]:
-    res = simulate(topology, tables, dz[rows], net.resolution, pub_of[rows], pubs, wanted[rows], behind)
+    res = simulate(topology, tables, dz[rows], net.resolution, pub_of[rows], pubs, wanted[rows],
+                   behind_by_publisher=behind)
     return {"system": "pleroma", "resolution": net.resolution, "flows": _flows(tables), **res.summary(),
             "extra_header_bytes": PLEROMA_EXTRA_HEADER_BYTES, "dz_bytes": -(-net.resolution // 8), **extra}
 
@@ -170,7 +171,7 @@ def evaluate_network(topology: Topology, spec_text: str, workload: str, config: 
     history = np.arange(_split(n, config.history_share))
     rows = np.arange(len(history), n)
     wanted = wanted_matrix(wl.typed, topology, wl.columns, n)
-    behind = behind_masks(topology)
+    behind = tree_behind_masks(topology, trees(topology, pubs, config.tree))
     out: dict[str, Any] = {"topology": spec_text, "workload": workload, "switches": len(topology.switches()),
                            "hosts": len(topology.hosts()), "subscriptions": len(wl.typed.rules),
                            "events": len(rows), "publishers": pubs, "pleroma": [], "merged": [], "p4sub": []}
@@ -250,7 +251,7 @@ def evaluate_balogh(config: PleromaEvalConfig, progress: Callable[[str], None] |
     history = np.arange(_split(n, config.history_share))
     rows = np.arange(len(history), n)
     wanted = wanted_matrix(wl.typed, topology, wl.columns, n)
-    behind = behind_masks(topology)
+    behind = tree_behind_masks(topology, trees(topology, pubs, "single"))
     say = progress or (lambda _: None)
     say(f"balogh tree-{fanout}-{depth}: unconstrained")
     net = build(topology, wl.typed, pubs, config.balogh_resolution, config.balogh_indexing, "single",

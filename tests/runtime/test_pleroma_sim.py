@@ -14,7 +14,7 @@ from compiler.network import HOST_ID_BITS, fat_tree, parse_network_rules
 from compiler.oracle import filter_holds
 from compiler.pleroma import Samples, build, compile_tables, enforce, flow_count, walk
 from compiler.rules import check_rules
-from runtime.pleroma_sim import simulate, wanted_matrix
+from runtime.pleroma_sim import simulate, tree_behind_masks, wanted_matrix
 from tests.compiler.specs import make_spec
 
 SPEC = make_spec({"m.a": (6, {"match_kind": "range"}), "m.b": (6, {"match_kind": "range"}),
@@ -77,7 +77,12 @@ def test_every_subscriber_gets_every_event_it_wants(lines, seed, indexing, tree,
         assert want <= delivered, (i, values, want - delivered)
         if full:
             assert net.exact and delivered == want, (i, values, delivered ^ want)
-    result = simulate(TOPO, tables, dz, net.resolution, pubs, pub_names, wanted_matrix(typed, TOPO, cols, n))
+    wanted = wanted_matrix(typed, TOPO, cols, n)
+    result = simulate(TOPO, tables, dz, net.resolution, pubs, pub_names, wanted)
     assert result.summary()["false_negatives"] == 0
+    by_tree = simulate(TOPO, tables, dz, net.resolution, pubs, pub_names, wanted,
+                       behind_by_publisher=tree_behind_masks(TOPO, net.trees))
+    assert by_tree.summary()["link_copies"] == result.summary()["link_copies"]
     if full:
         assert result.summary()["false_positives"] == 0 and result.summary()["extra_link_copies"] == 0
+        assert by_tree.summary()["extra_link_copies"] == 0
