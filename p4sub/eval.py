@@ -1,4 +1,5 @@
-"""``p4sub eval delivery``: header-stack encodings against the baselines, as in the dissertation's §3.5."""
+"""``p4sub eval delivery|vt|pleroma``: header-stack encodings against the baselines (the dissertation's §3.5),
+virtual trees, and PLEROMA with Balogh's flow limits against p4sub."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ EXAMPLE = "p4sub eval delivery --topology jellyfish:255 --subscribers 10-90 --ru
 def register(sub: argparse._SubParsersAction) -> None:
     from runtime.delivery_eval import SCHEMES
 
-    p = add_command(sub, "eval", "run an evaluation (delivery: header-stack encodings vs. baselines; vt: virtual trees)",
+    p = add_command(sub, "eval", "run an evaluation (delivery: header-stack encodings vs. baselines; vt: virtual "
+                    "trees; pleroma: PLEROMA and flow limits vs. p4sub)",
                     EXAMPLE)
     evals = p.add_subparsers(dest="evaluation", metavar="EVALUATION")
     d = evals.add_parser(
@@ -49,6 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=run_delivery)
     register_vt(evals)
+    register_pleroma(evals)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -268,3 +271,97 @@ def report_files(report: str | Path, write) -> None:
         paths = write(stage)
     for path in paths:
         print(f"wrote {Path(report) / Path(path).relative_to(stage)}", file=sys.stderr)
+
+
+PLEROMA_EXAMPLE = "p4sub eval pleroma --report out/pleroma"
+
+
+def register_pleroma(evals: argparse._SubParsersAction) -> None:
+    from runtime.pleroma_eval import PleromaEvalConfig
+
+    d = PleromaEvalConfig()
+    v = evals.add_parser(
+        "pleroma",
+        help="PLEROMA (dz-expressions in IPv6 flows) with Balogh's flow limits vs. p4sub on the same networks",
+        description="Give PLEROMA and p4sub the same host subscriptions (gen rules' ITCH and Siena workloads) on the "
+        "same topologies; count flows or entries per switch, false positives at hosts, extra link copies, header "
+        "bytes and compile time, PLEROMA at several dz resolutions and under flow limits (Balogh's baseline, MS, "
+        "traffic and history merging), and Balogh's own mixed workload on a tree. Writes pleroma.json, pleroma.md "
+        "and PNG plots to --report (docs/pleroma.md).",
+        epilog=f"examples:\n  {PLEROMA_EXAMPLE}\n  p4sub eval pleroma --quick --report out/pleroma-quick\n"
+               "  p4sub eval pleroma --topologies fat-tree:4 --workloads siena --resolutions 8,16,32 --limits 50,20",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    v.add_argument("--topologies", help=f"comma-separated topologies (default {','.join(d.topologies)}); zoo:NAME too")
+    v.add_argument("--workloads", help=f"comma-separated: itch, siena, balogh (default {','.join(d.workloads)})")
+    v.add_argument("--filters", type=int, help=f"subscriptions per network (default {d.filters})")
+    v.add_argument("--events", type=int, help=f"events, history included (default {d.events})")
+    v.add_argument("--publishers", type=int, help=f"publishing hosts (default {d.publishers})")
+    v.add_argument("--resolutions", help=f"dz bits (default {','.join(map(str, d.resolutions))})")
+    v.add_argument("--merge-resolution", type=int,
+                   help=f"dz bits the flow limits are applied at (default {d.merge_resolution})")
+    v.add_argument("--indexing", choices=("value", "rank"),
+                   help=f"attribute domains: value (PLEROMA's equal halves) or rank (one cell per subscription "
+                        f"boundary; default {d.indexing})")
+    v.add_argument("--tree", choices=("single", "publisher"),
+                   help=f"one spanning tree or one per publisher (default {d.tree})")
+    v.add_argument("--max-dz", type=int, help=f"most dz's per subscription (default {d.max_dz})")
+    v.add_argument("--limits", help="flow limits, percent of the unconstrained largest switch (default "
+                                    f"{','.join(str(round(100 * x)) for x in d.limits)})")
+    v.add_argument("--methods", help=f"merge methods (default {','.join(d.methods)})")
+    v.add_argument("--no-balogh", action="store_true", help="skip Balogh's mixed workload on a tree")
+    v.add_argument("--balogh-limits", help="Balogh run's flow limits, percent (default "
+                                           f"{','.join(str(round(100 * x)) for x in d.balogh_limits)})")
+    v.add_argument("--quick", action="store_true",
+                   help="a small run (fat-tree:4, 60 subscriptions, 600 events) for tests")
+    v.add_argument("--seed", type=int, help=f"seed (default {d.seed})")
+    v.add_argument("--report", metavar="DIR", help="write pleroma.json, pleroma.md and plots to DIR")
+    v.add_argument("--no-plots", action="store_true")
+    v.add_argument("--programs", action="store_true",
+                   help="with --report: also each switch's BMv2 program and entries for PLEROMA's unconstrained "
+                        "flows at --merge-resolution, in DIR/bmv2/TOPOLOGY-WORKLOAD/SWITCH/")
+    v.add_argument("--quiet", action="store_true", help="no progress")
+    v.set_defaults(func=run_pleroma)
+
+
+def run_pleroma(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from runtime.pleroma_eval import QUICK, PleromaEvalConfig, evaluate
+    from runtime.pleroma_eval.report import markdown, write_programs, write_report
+
+    if args.programs and not args.report:
+        raise P4subError("--programs writes into --report DIR: give one")
+    config = QUICK if args.quick else PleromaEvalConfig()
+    changes: dict = {}
+    if args.topologies:
+        text = args.topologies
+        changes["topologies"] = _topology_specs(text) if "zoo:" in text else _names(text)
+    if args.workloads:
+        changes["workloads"] = _names(args.workloads)
+    for name in ("filters", "events", "publishers", "merge_resolution", "indexing", "tree", "max_dz", "seed"):
+        if getattr(args, name) is not None:
+            changes[name] = getattr(args, name)
+    if args.resolutions:
+        changes["resolutions"] = _ints(args.resolutions, "--resolutions")
+    if args.methods:
+        changes["methods"] = _names(args.methods)
+    for option, key in (("limits", "limits"), ("balogh_limits", "balogh_limits")):
+        text = getattr(args, option)
+        if text:
+            changes[key] = tuple(x / 100 for x in _ints(text, f"--{option.replace('_', '-')}"))
+    if args.no_balogh:
+        changes["balogh"] = False
+    if args.programs:
+        changes["keep_tables"] = True
+    config = replace(config, **changes)
+    config.validate()
+    if args.report:
+        report_dir(args.report)
+    progress = None if args.quiet else Progress()
+    report = evaluate(config, progress)
+    sys.stdout.write(markdown(report))
+    if args.report:
+        report_files(args.report, lambda stage: write_report(report, stage, plots=not args.no_plots)
+                     + (write_programs(report, stage) if args.programs else []))
+    return 0

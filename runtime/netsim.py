@@ -130,6 +130,18 @@ def load_network(out_dir: str | Path) -> Network:
     return Network(topology, switches, typed, spec, sorted(inputs), info)
 
 
+def network_of(topology: Topology, pipelines: Mapping[str, ir.Pipeline], typed: TypedRules,
+               info: dict[str, Any] | None = None) -> Network:
+    """A network held in memory (``compile_network(..., keep_pipelines=True)``), as :func:`load_network`
+    reads one from disk: for evaluations that compile and simulate without writing a directory."""
+    switches = {name: _switch_sim(topology, name, pipelines[name]) for name in topology.switches()}
+    spec = next(iter(pipelines.values())).spec if pipelines else typed.spec
+    inputs = set(typed.fields)
+    for sw in switches.values():
+        inputs.update(sw.model.inputs)
+    return Network(topology, switches, typed, spec, sorted(inputs), dict(info or {}))
+
+
 def _switch_sim(topology: Topology, name: str, pipeline: ir.Pipeline) -> SwitchSim:
     ports = topology.ports(name)
     up = topology.up_ports(name)

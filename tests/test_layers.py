@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("rules", ("compiler.rules",)),
     ("apps", ("apps",)),
     ("core", ("compiler",)),
-    ("network", ("compiler.network", "compiler.delivery", "compiler.incremental")),
+    ("network", ("compiler.network", "compiler.delivery", "compiler.incremental", "compiler.pleroma")),
     ("backends", ("backends",)),
     ("runtime", ("runtime",)),
     ("cli", ("p4sub",)),

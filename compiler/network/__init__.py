@@ -26,6 +26,7 @@ from compiler.network.topology import (
     ceil_bytes,
     facebook_fabric,
     fat_tree,
+    from_switch_graph,
     jellyfish,
     leaf_spine,
     spanning_tree_ports,
@@ -35,7 +36,7 @@ from compiler.network.topology_file import read_graphml, read_topology, write_to
 
 __all__ = [
     "DOWN", "HOST_ID_BITS", "POLICIES", "UP", "UP_PORT", "Topology", "bits_for", "ceil_bytes", "compile_network",
-    "facebook_fabric", "fat_tree", "jellyfish", "layer_name", "leaf_spine", "orientation", "parse_network_rules",
-    "parse_topology_arg", "read_graphml", "read_network_rules", "read_topology", "spanning_tree_ports",
-    "write_topology",
+    "facebook_fabric", "fat_tree", "from_switch_graph", "jellyfish", "layer_name", "leaf_spine", "orientation",
+    "parse_network_rules", "parse_topology_arg", "read_graphml", "read_network_rules", "read_topology",
+    "spanning_tree_ports", "write_topology",
 ]

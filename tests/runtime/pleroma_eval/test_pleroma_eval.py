@@ -1,0 +1,47 @@
+"""``p4sub eval pleroma --quick``: both systems on the same network, no missed event, the report written."""
+
+from __future__ import annotations
+
+import json
+
+from p4sub import main
+
+
+def test_quick_run_writes_json_table_and_plots_and_misses_nothing(tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["eval", "pleroma", "--quick", "--quiet", "--programs", "--report", str(out)]) == 0
+    report = json.loads((out / "pleroma.json").read_text())
+    assert {p.name for p in out.iterdir()} == {"pleroma.json", "pleroma.md", "pleroma_fat-tree4_itch.png",
+                                               "pleroma_fat-tree4_siena.png", "pleroma_balogh.png", "bmv2"}
+    # One BMv2 program per switch, its entries as many as the switch's flows at the merge resolution.
+    itch = next(n for n in report["networks"] if n["workload"] == "itch")
+    programs = sorted((out / "bmv2" / "fat-tree4-itch").glob("*/program.p4"))
+    assert len(programs) == itch["switches"]
+    total = sum(len(json.loads((p.parent / "entries.p4rt.json").read_text())["updates"]) for p in programs)
+    groups = sum((p.parent / "commands.txt").read_text().count("mc_mgrp_create") for p in programs)
+    merged_base = next(r for r in itch["pleroma"] if r["requested_resolution"] == 24)
+    assert total - groups == merged_base["flows"]["total"]
+    for net in report["networks"]:
+        rows = net["pleroma"] + net["merged"] + [net["finest"]] + [r for r in net["p4sub"] if "error" not in r]
+        assert rows and all(r["false_negatives"] == 0 for r in rows)
+        exact = net["p4sub"][0]
+        assert exact["variant"] == "exact" and exact["exact"] and exact["false_positives"] == 0
+        if net["finest"]["exact"]:  # rank indexing at full resolution, nothing truncated: no false positive
+            assert net["finest"]["false_positives"] == 0 and net["finest"]["extra_link_copies"] == 0
+        for r in net["merged"]:  # every switch within the limit
+            assert r["flows"]["max"] <= r["limit"] and r["fits"]
+        # The same events reach both systems: the deliveries wanted are the same.
+        assert len({r["delivered"] - r["false_positives"] for r in rows}) == 1
+    b = report["balogh"]
+    assert all(r["false_negatives"] == 0 and r["flows"]["max"] <= r["limit"] for r in b["merged"])
+    assert "| p4sub | exact |" in capsys.readouterr().out
+
+
+def test_bad_options_are_user_errors(capsys):
+    assert main(["eval", "pleroma", "--quick", "--quiet", "--workloads", "itch,fix"]) == 2
+    assert "unknown workload" in capsys.readouterr().err
+    assert main(["eval", "pleroma", "--quick", "--quiet", "--limits", "150"]) == 2
+    assert main(["eval", "pleroma", "--quick", "--quiet", "--methods", "lru"]) == 2
+    assert main(["eval", "pleroma", "--quick", "--quiet", "--seed", "-1"]) == 2
+    assert main(["eval", "pleroma", "--quick", "--quiet", "--max-dz", "0"]) == 2
+    assert main(["eval", "pleroma", "--quick", "--quiet", "--programs"]) == 2
