@@ -176,6 +176,13 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """SIGINT as a terminal delivers it: a suite started in the background (``nohup``, ``&`` in a
+    script) runs with SIGINT ignored, which p4sub rightly keeps ignored; these tests are about a
+    user's Ctrl-C, so the child starts with the default disposition (Python then installs its own)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("command, sig", [("compile", signal.SIGINT), ("compile", signal.SIGTERM),
                                          ("compile-update", signal.SIGINT), ("route", signal.SIGINT)])
 def test_sigint_halfway_through_writing_leaves_the_old_directory_and_no_staging(tmp_path, capsys, command, sig):
@@ -194,7 +201,7 @@ def test_sigint_halfway_through_writing_leaves_the_old_directory_and_no_staging(
     before = snapshot(out)
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, *map(str, second)], cwd=REPO, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+                            env={**os.environ, "PYTHONPATH": str(REPO)}, preexec_fn=_ctrl_c_as_at_a_terminal)
     try:
         deadline = time.monotonic() + 120
         while proc.stdout.readline().strip() != "halfway":
@@ -434,6 +441,8 @@ def test_a_second_interrupt_during_the_cleanup_is_ignored(tmp_path, monkeypatch)
 
     import compiler.base.outputs as outputs
 
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)  # see _ctrl_c_as_at_a_terminal
+
     real_rmtree = outputs.shutil.rmtree
 
     def second_ctrl_c_then_rmtree(path, *args, **kwargs):
@@ -451,9 +460,12 @@ def test_a_second_interrupt_during_the_cleanup_is_ignored(tmp_path, monkeypatch)
 
     monkeypatch.setattr(bmv2, "emit", interrupted_emit)
     out = tmp_path / "out"
-    assert main(["compile", "apps/itch/itch.p4", "apps/itch/rules.sub", "--target", "bmv2", "-o", str(out)]) == 130
-    assert sorted(p.name for p in tmp_path.iterdir()) == []
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    try:
+        assert main(["compile", "apps/itch/itch.p4", "apps/itch/rules.sub", "--target", "bmv2", "-o", str(out)]) == 130
+        assert sorted(p.name for p in tmp_path.iterdir()) == []
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, inherited)
 
 
 def test_a_spec_out_that_cannot_be_written_leaves_the_rules_file_as_it_was(tmp_path):
