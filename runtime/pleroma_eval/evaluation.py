@@ -39,7 +39,7 @@ PLEROMA_EXTRA_HEADER_BYTES = 20
 
 @dataclass(frozen=True)
 class PleromaEvalConfig:
-    topologies: tuple[str, ...] = ("fat-tree:4", "fat-tree:8")
+    topologies: tuple[str, ...] = ("fat-tree:4", "fat-tree:8", "zoo:Dfn")  # zoo: the GraphML, else topohub
     workloads: tuple[str, ...] = ("itch", "siena")
     filters: int = 300
     events: int = 4000
