@@ -243,8 +243,10 @@ def _references(p: Any) -> None:  # noqa: C901 - one check after another, in fil
         if not 1 <= g.id < 1 << 32 or g.id in groups:
             raise _Bad(f"multicast_groups[{i}].id", f"group id {g.id} is {'taken' if g.id in groups else 'not positive'}")
         groups.add(g.id)
-        for j, port in enumerate(g.ports):
-            _fits(port, 32, f"multicast_groups[{i}].ports[{j}]", "port")
+        # the place of a bad port is only named when there is one (100k ITCH filters: 2M ports)
+        bad = next((j for j, port in enumerate(g.ports) if not 0 <= port < 1 << 32), None)
+        if bad is not None:
+            _fits(g.ports[bad], 32, f"multicast_groups[{i}].ports[{bad}]", "port")
     tables = {t.name: t for t in p.tables}
     _unique([t.name for t in p.tables], "tables")
     for i, t in enumerate(p.tables):
