@@ -11,8 +11,8 @@ fields, and the two BDDs of each output must be the same node.
   order). A comparison or a table match is a union of elementary intervals, so it is an exact
   index range. One variable per predicate instead would blow up exponentially on mutually
   exclusive predicates (``stock == A``, ``stock == B``: ecosystem notes, §0.5).
-* **Rules side.** Each comparison is turned into intervals here, from the operator and the
-  constant as :mod:`compiler.oracle` reads them, sharing nothing with the compiler's
+* **Rules side.** Each comparison is turned into intervals (:mod:`compiler.intervals`), from the
+  operator and the constant as :mod:`compiler.oracle` reads them, sharing nothing with the compiler's
   :mod:`compiler.predicates`; ``and``/``or``/``not`` are BDD operations.
 * **Pipeline side.** The tables run symbolically: the metadata valuation (state ids, codes) stays
   concrete, and each valuation carries the BDD of the packets that reach it. An entry takes what
@@ -44,7 +44,8 @@ from compiler.base import P4subError
 from compiler.default_path import default_of
 from compiler.dnf import rule_actions
 from compiler.oracle import headers_read
-from compiler.rules import TypedRules, encode_string, scale_decimal
+from compiler.intervals import Interval, comparison_intervals, complement, union
+from compiler.rules import TypedRules
 from compiler.spec import QueryField
 
 try:
@@ -59,41 +60,11 @@ _OUTPUT = "$output"
 _FEW_RANGES = 32
 #: Index spaces up to this size are built bottom-up in plain Python rather than numpy.
 _SMALL_DOMAIN = 4096
-Interval = tuple[int, int]  # closed
 
 
 # ------------------------------------------------------------------------------------------------
 # Comparisons and matches as intervals
 # ------------------------------------------------------------------------------------------------
-
-
-def comparison_intervals(cmp: ast.Comparison, info: QueryField) -> list[Interval]:
-    """The field values for which ``cmp`` holds, as disjoint closed intervals."""
-    top = (1 << info.width) - 1
-    const = cmp.value
-    if isinstance(const, ast.String):
-        if cmp.op == "prefix":
-            raw = const.value.encode("ascii")
-            rest = info.width - 8 * len(raw)
-            if rest < 0:
-                return []
-            lo = int.from_bytes(raw, "big") << rest
-            return [(lo, lo + (1 << rest) - 1)]
-        c = encode_string(const.value, info.width)
-        return [(c, c)] if cmp.op == "==" else _complement([(c, c)], top)
-    if isinstance(const, ast.IPAddress) and const.prefix_len < const.width:
-        rest = const.width - const.prefix_len
-        lo = const.value >> rest << rest
-        inside = [(lo, lo + (1 << rest) - 1)]
-        return inside if cmp.op == "==" else _complement(inside, top)
-    if isinstance(const, ast.Number):
-        c = scale_decimal(const.value, info.scale) if info.scale else int(const.value)
-    else:
-        c = const.value
-    return _clip({
-        "==": [(c, c)], "!=": [(0, c - 1), (c + 1, top)], "<": [(0, c - 1)], "<=": [(0, c)],
-        ">": [(c + 1, top)], ">=": [(c, top)],
-    }[cmp.op], top)
 
 
 def match_intervals(match: ir.Match, width: int, table: str) -> list[Interval]:
@@ -113,33 +84,6 @@ def match_intervals(match: ir.Match, width: int, table: str) -> list[Interval]:
     rest = width - ones
     lo = match.value & match.mask
     return [(lo, lo + (1 << rest) - 1)]
-
-
-def _clip(intervals: list[Interval], top: int) -> list[Interval]:
-    return [(max(lo, 0), min(hi, top)) for lo, hi in intervals if max(lo, 0) <= min(hi, top)]
-
-
-def _union(groups: Iterable[list[Interval]]) -> list[Interval]:
-    """The union of sets of closed integer intervals, sorted, touching ones merged."""
-    out: list[Interval] = []
-    for lo, hi in sorted(r for g in groups for r in g):
-        if out and lo <= out[-1][1] + 1:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return out
-
-
-def _complement(intervals: list[Interval], top: int) -> list[Interval]:
-    out, at = [], 0
-    for lo, hi in sorted(intervals):
-        if lo > at:
-            out.append((at, lo - 1))
-        at = max(at, hi + 1)
-    if at <= top:
-        out.append((at, top))
-    return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -207,7 +151,7 @@ class Encoder:
                     hi + 1 < (1 << d.width) and (after >= len(d.cuts) or d.cuts[after] != hi + 1)):
                 raise AssertionError(f"{name}: [{lo}, {hi}] is not on the field's cuts")
             out.append((first, last))
-        return _union([out])
+        return union([out])
 
     def comparison(self, cmp: ast.Comparison, info: QueryField) -> list[Interval]:
         """:func:`comparison_intervals`, once per comparison."""
@@ -361,11 +305,11 @@ def _filter_bdd(enc: Encoder, f: ast.Filter, fields: dict[str, QueryField], memo
             continue
         name, values, negated = tested
         top = (1 << fields[name].width) - 1
-        by_field.setdefault(name, []).append(_complement(values, top) if conjunction != negated else values)
+        by_field.setdefault(name, []).append(complement(values, top) if conjunction != negated else values)
     for name, groups in by_field.items():
-        values = _union(groups)
+        values = union(groups)
         if conjunction:
-            values = _complement(values, (1 << fields[name].width) - 1)
+            values = complement(values, (1 << fields[name].width) - 1)
         parts.append(enc.intervals(name, values))
     return _balanced(parts, operator.and_ if conjunction else operator.or_,
                      enc.bdd.true if conjunction else enc.bdd.false)
@@ -607,7 +551,7 @@ class _Run:
             hit = reach & self.enc.index_set(k.field, [span])
             if hit != false:
                 self._execute(e.action, e.args, valuation, hit, nxt)
-        remaining = reach & ~self.enc.index_set(k.field, _union([by_start])) if spans else reach
+        remaining = reach & ~self.enc.index_set(k.field, union([by_start])) if spans else reach
         if remaining == false:
             return True
         if table.on_miss:
@@ -729,7 +673,7 @@ def verify(pipeline: ir.Pipeline, typed: TypedRules) -> Verdict:
     false = enc.bdd.false
 
     def chosen(outs: Iterable[Output]) -> Any:
-        return enc.index_set(_OUTPUT, _union([[(index[o], index[o]) for o in outs]]))
+        return enc.index_set(_OUTPUT, union([[(index[o], index[o]) for o in outs]]))
 
     wanted = _balanced([w & chosen([o]) for o, w in want.items()], operator.or_, false) & possible
     given = _balanced([u & chosen(outs) for run in runs for outs, u in run.items() if outs], operator.or_,

@@ -5,7 +5,7 @@ everyone who subscribed to it, and some subscribers get packets they did not ask
 counts both on a batch of messages given as field columns:
 
 * the *wanted* port sets come from the rules themselves, evaluated column-wise here: each comparison
-  becomes a boolean column from the operator and the constant (as :func:`compiler.verify.comparison_intervals`
+  becomes a boolean column from the operator and the constant (as :func:`compiler.intervals.comparison_intervals`
   reads them, which shares nothing with the compiler's normalisation), ``and``/``or``/``not`` are
   numpy logic; no diagram, no table;
 * the *delivered* port sets come from the reference model running the pipeline.
@@ -25,7 +25,7 @@ from compiler import rules as ast
 from compiler.dnf import rule_actions
 from compiler.rules import TypedRules
 from compiler.spec import QueryField
-from compiler.verify import comparison_intervals
+from compiler.intervals import comparison_intervals
 from runtime.model import Model
 
 

@@ -22,7 +22,7 @@ from typing import Mapping
 import numpy as np
 
 from compiler.pleroma import Tree, compile_tables, walk
-from compiler.network import Topology, orientation
+from compiler.network import Topology
 from compiler.rules import TypedRules
 from runtime.groundtruth import GroundTruth
 from runtime.replay_ports import PortSpace
@@ -55,32 +55,12 @@ class PleromaResult:
         }
 
 
-def behind_masks(topology: Topology) -> dict[tuple[str, int], np.ndarray]:
-    """Per directed link (switch, port): which hosts (columns of ``topology.hosts()``) lie behind it."""
-    orient = orientation(topology)
-    index = {h: i for i, h in enumerate(topology.hosts())}
-    out = {}
-    for s in topology.switches():
-        for p in topology.ports(s):
-            peer, _ = topology.peer(s, p)
-            row = np.zeros(len(index), dtype=bool)
-            if not topology.is_switch(peer):
-                row[index[peer]] = True
-            else:
-                d = topology.direction(s, p)
-                mask = orient.up_reach[s] if d == "up" else orient.port_below[s].get(p, 0) if d == "down" else 0
-                for h in orient.names(mask):
-                    row[index[h]] = True
-            out[(s, p)] = row
-    return out
-
-
 def tree_behind_masks(topology: Topology, publisher_trees: Mapping[str, Tree]
                       ) -> dict[str, dict[tuple[str, int], np.ndarray]]:
     """Per publisher, per directed link (switch, port) of its tree: the hosts beyond that link in the
     tree (links off the tree: none). PLEROMA's copies follow trees, so a copy is extra when no host
-    that wants it lies beyond it in the publisher's tree; on a fat tree this is what
-    :func:`behind_masks` says, on a flat network (a Zoo graph) the up/down orientation would not be."""
+    that wants it lies beyond it in the publisher's tree (on a flat network, a Zoo graph, netsim's
+    up/down orientation would say otherwise)."""
     index = {h: i for i, h in enumerate(topology.hosts())}
     out: dict[str, dict[tuple[str, int], np.ndarray]] = {}
     done: dict[int, dict[tuple[str, int], np.ndarray]] = {}
@@ -126,18 +106,16 @@ def wanted_matrix(typed: TypedRules, topology: Topology, columns: Mapping[str, n
 
 def simulate(topology: Topology, tables: Mapping[str, Mapping[int, Mapping[str, frozenset[int]]]],
              event_dz: np.ndarray, resolution: int, publishers: np.ndarray, publisher_names: list[str],
-             wanted: np.ndarray, behind: Mapping[tuple[str, int], np.ndarray] | None = None,
-             behind_by_publisher: Mapping[str, Mapping[tuple[str, int], np.ndarray]] | None = None) -> PleromaResult:
+             wanted: np.ndarray, behind_by_publisher: Mapping[str, Mapping[tuple[str, int], np.ndarray]]
+             ) -> PleromaResult:
     """Publish event ``i`` at host ``publisher_names[publishers[i]]`` and follow every copy.
 
     ``wanted[i, h]`` is the ground truth for host ``topology.hosts()[h]``; a publisher is never
     counted as wanting (or missing) its own event. Extra copies are judged by ``behind_by_publisher``
-    (:func:`tree_behind_masks`) when given, else by ``behind`` (default :func:`behind_masks`).
+    (:func:`tree_behind_masks`).
     """
     hosts = topology.hosts()
     col = {h: i for i, h in enumerate(hosts)}
-    if behind_by_publisher is None:
-        behind = behind if behind is not None else behind_masks(topology)
     n = len(event_dz)
     wanted = wanted.copy()
     for k, p in enumerate(publisher_names):
@@ -145,10 +123,8 @@ def simulate(topology: Topology, tables: Mapping[str, Mapping[int, Mapping[str, 
     arrivals = np.zeros((n, len(hosts)), dtype=np.int64)
     links: dict[tuple[str, int], list[int]] = {}
     for s, _, q, sel in walk(topology, compile_tables(tables), event_dz, resolution, publishers, publisher_names):
-        if behind_by_publisher is not None:  # walk yields one publisher's rows at a time
-            mask = behind_by_publisher[publisher_names[publishers[sel[0]]]][(s, q)]
-        else:
-            mask = behind[(s, q)]
+        # walk yields one publisher's rows at a time
+        mask = behind_by_publisher[publisher_names[publishers[sel[0]]]][(s, q)]
         extra = int((~wanted[sel][:, mask].any(axis=1)).sum())
         st = links.setdefault((s, q), [0, 0])
         st[0] += len(sel)

@@ -21,7 +21,8 @@ from typing import Mapping
 
 from compiler import rules as ast
 from compiler.base import P4subError
-from compiler.pleroma.dz import EventSpace, Interval, comparison_intervals, complement, intersect, normalise
+from compiler.intervals import Interval, comparison_intervals, complement, intersection, union
+from compiler.pleroma.dz import EventSpace
 from compiler.spec import QueryField
 
 Term = dict[str, list[Interval]]  # field -> allowed values (a field absent: any value)
@@ -65,7 +66,7 @@ def terms(f: ast.Filter, fields: Mapping[str, QueryField], negate: bool = False)
 def _meet(a: Term, b: Term) -> Term | None:
     out = dict(a)
     for name, allowed in b.items():
-        out[name] = intersect(out[name], allowed) if name in out else allowed
+        out[name] = intersection(out[name], allowed) if name in out else allowed
         if not out[name]:
             return None
     return out
@@ -84,7 +85,7 @@ def decompose(space: EventSpace, f: ast.Filter, fields: Mapping[str, QueryField]
             allowed = term.get(d.field, [(0, top)])
             exact &= all(d.exact_for(i, top) for i in allowed)
             last = (1 << d.bits) - 1  # cells past the last cut hold no value: free to cover
-            box.append(normalise([(a, last if b == d.cells - 1 else b) for a, b in map(d.coordinates, allowed)]))
+            box.append(union([[(a, last if b == d.cells - 1 else b) for a, b in map(d.coordinates, allowed)]]))
         exact &= set(term) <= {d.field for d in space.dimensions}
         boxes.append(box)
     emitted: set[str] = set()

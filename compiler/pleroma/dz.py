@@ -36,7 +36,7 @@ import numpy as np
 
 from compiler import rules as ast
 from compiler.base import P4subError
-from compiler.rules import encode_string, scale_decimal
+from compiler.intervals import Interval, comparison_intervals
 from compiler.spec import QueryField
 
 Indexing = Literal["value", "rank"]
@@ -48,7 +48,6 @@ MAX_RESOLUTION = 64
 IPV6_PREFIX = 0xFF0E << 112
 IPV6_DZ_BITS = 112
 
-Interval = tuple[int, int]  # inclusive
 
 
 @dataclass(frozen=True)
@@ -177,69 +176,6 @@ def event_space(fields: Mapping[str, QueryField], filters: Iterable[ast.Filter],
         raise P4subError("the subscriptions test no field: nothing to index")
     layout = interleave([d.bits for d in dims])
     return EventSpace(tuple(dims), layout, indexing, tuple(fields[d.field].width for d in dims))
-
-
-# ------------------------------------------------------------------------------------------------
-# Comparisons as value intervals (the rules' semantics, as compiler.oracle reads them)
-# ------------------------------------------------------------------------------------------------
-
-
-def comparison_intervals(cmp: ast.Comparison, info: QueryField) -> list[Interval]:
-    """The values of ``info`` for which ``cmp`` holds, as disjoint inclusive intervals."""
-    top = (1 << info.width) - 1
-    const = cmp.value
-    if isinstance(const, ast.String):
-        raw = const.value.encode("ascii")
-        if cmp.op == "prefix":
-            rest = info.width - 8 * len(raw)
-            lo = int.from_bytes(raw, "big") << rest if raw else 0
-            return [(lo, lo | ((1 << rest) - 1))]
-        c = encode_string(const.value, info.width)
-        return [(c, c)] if cmp.op == "==" else complement([(c, c)], top)
-    if isinstance(const, ast.IPAddress) and const.prefix_len < const.width:
-        rest = const.width - const.prefix_len
-        lo = const.value >> rest << rest
-        inside = [(lo, lo | ((1 << rest) - 1))]
-        return inside if cmp.op == "==" else complement(inside, top)
-    if isinstance(const, ast.Number):
-        c = scale_decimal(const.value, info.scale) if info.scale else int(const.value)
-    else:
-        c = const.value
-    op = cmp.op
-    raw = {"==": [(c, c)], "<": [(0, c - 1)], "<=": [(0, c)], ">": [(c + 1, top)], ">=": [(c, top)],
-           "!=": [(0, c - 1), (c + 1, top)]}[op]
-    return [(max(lo, 0), min(hi, top)) for lo, hi in raw if max(lo, 0) <= min(hi, top)]
-
-
-def complement(intervals: list[Interval], top: int) -> list[Interval]:
-    out, at = [], 0
-    for lo, hi in sorted(intervals):
-        if lo > at:
-            out.append((at, lo - 1))
-        at = max(at, hi + 1)
-    if at <= top:
-        out.append((at, top))
-    return out
-
-
-def intersect(a: list[Interval], b: list[Interval]) -> list[Interval]:
-    out = []
-    for lo1, hi1 in a:
-        for lo2, hi2 in b:
-            lo, hi = max(lo1, lo2), min(hi1, hi2)
-            if lo <= hi:
-                out.append((lo, hi))
-    return normalise(out)
-
-
-def normalise(intervals: list[Interval]) -> list[Interval]:
-    out: list[Interval] = []
-    for lo, hi in sorted(intervals):
-        if out and lo <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return out
 
 
 # ------------------------------------------------------------------------------------------------

@@ -75,7 +75,8 @@ class PleromaEvalConfig:
         if bad:
             raise P4subError(f"unknown merge method(s) {', '.join(bad)}; choose from {', '.join(METHODS)}")
         if any(not 0 < x < 1 for x in (*self.limits, *self.balogh_limits)):
-            raise P4subError("flow limits are fractions of the unconstrained largest switch, between 0 and 1")
+            raise P4subError("flow limits (--limits, --balogh-limits) are percentages of the unconstrained largest "
+                             "switch, above 0 and below 100")
         if any(not 1 <= r <= 64 for r in (*self.resolutions, self.merge_resolution)):
             raise P4subError("dz resolutions must be 1..64 bits")
         if self.seed < 0:
@@ -154,6 +155,18 @@ def run_p4sub(topology: Topology, wl: Workload, pubs: list[str], pub_of: np.ndar
     }
 
 
+def _events(topology: Topology, wl: Workload, config: PleromaEvalConfig, tree: str) -> tuple:
+    """Who publishes each event, which events are the history and which are measured, the ground
+    truth (which hosts want each event), and per publisher the hosts behind each link of its tree."""
+    pubs = _publishers(topology, config.publishers)
+    n = len(next(iter(wl.columns.values())))
+    pub_of = np.random.default_rng([config.seed, 7]).integers(0, len(pubs), n)
+    history = np.arange(_split(n, config.history_share))
+    rows = np.arange(len(history), n)
+    wanted = wanted_matrix(wl.typed, topology, wl.columns, n)
+    return pubs, pub_of, history, rows, wanted, tree_behind_masks(topology, trees(topology, pubs, tree))
+
+
 def _pleroma_row(net, tables, topology, dz, pub_of, pubs, wanted, behind, rows, **extra) -> dict[str, Any]:
     res = simulate(topology, tables, dz[rows], net.resolution, pub_of[rows], pubs, wanted[rows],
                    behind_by_publisher=behind)
@@ -165,13 +178,7 @@ def evaluate_network(topology: Topology, spec_text: str, workload: str, config: 
                      progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Both systems on one topology and workload (module docstring)."""
     wl = make(workload, topology, config.filters, config.events, config.seed)
-    pubs = _publishers(topology, config.publishers)
-    n = len(next(iter(wl.columns.values())))
-    pub_of = np.random.default_rng([config.seed, 7]).integers(0, len(pubs), n)
-    history = np.arange(_split(n, config.history_share))
-    rows = np.arange(len(history), n)
-    wanted = wanted_matrix(wl.typed, topology, wl.columns, n)
-    behind = tree_behind_masks(topology, trees(topology, pubs, config.tree))
+    pubs, pub_of, history, rows, wanted, behind = _events(topology, wl, config, config.tree)
     out: dict[str, Any] = {"topology": spec_text, "workload": workload, "switches": len(topology.switches()),
                            "hosts": len(topology.hosts()), "subscriptions": len(wl.typed.rules),
                            "events": len(rows), "publishers": pubs, "pleroma": [], "merged": [], "p4sub": []}
@@ -245,13 +252,7 @@ def evaluate_balogh(config: PleromaEvalConfig, progress: Callable[[str], None] |
     fanout, depth, per_switch = config.balogh_tree
     topology = balogh_topology(fanout, depth, per_switch)
     wl = make("balogh", topology, config.balogh_filters, config.events, config.seed)
-    pubs = _publishers(topology, config.publishers)
-    n = len(next(iter(wl.columns.values())))
-    pub_of = np.random.default_rng([config.seed, 7]).integers(0, len(pubs), n)
-    history = np.arange(_split(n, config.history_share))
-    rows = np.arange(len(history), n)
-    wanted = wanted_matrix(wl.typed, topology, wl.columns, n)
-    behind = tree_behind_masks(topology, trees(topology, pubs, "single"))
+    pubs, pub_of, history, rows, wanted, behind = _events(topology, wl, config, "single")
     say = progress or (lambda _: None)
     say(f"balogh tree-{fanout}-{depth}: unconstrained")
     net = build(topology, wl.typed, pubs, config.balogh_resolution, config.balogh_indexing, "single",

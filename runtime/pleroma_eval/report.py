@@ -14,6 +14,14 @@ from pathlib import Path
 from typing import Any
 
 
+def _pleroma_line(variant: str, r: dict[str, Any], seconds: Any) -> str:
+    """A PLEROMA row of a network's table: its variant, then the columns every variant has."""
+    f = r["flows"]
+    return (f"| PLEROMA | {variant} | {f['max']} | {f['mean']} | {f['total']} | {r['false_positives']} | "
+            f"{r['false_negatives']} | {_pct(r['subscriber_fpr'])} | {r['link_copies']} | {r['extra_link_copies']} | "
+            f"{r['extra_header_bytes']} | {seconds} |")
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
@@ -40,29 +48,17 @@ def markdown(report: dict[str, Any]) -> str:
                          f"{_pct(r['subscriber_fpr'])} | "
                          f"{r['link_copies']} | {r['extra_link_copies']} | 0 | {r['compile_seconds']} |")
         for r in net["pleroma"]:
-            f = r["flows"]
-            lines.append(f"| PLEROMA | {r['requested_resolution']} bits (dz {r['resolution']}; per sub: "
-                         f"{r['dz_per_subscription']} dz, {r['subscription_bits']} bits) | {f['max']} | {f['mean']} | "
-                         f"{f['total']} | "
-                         f"{r['false_positives']} | {r['false_negatives']} | {_pct(r['subscriber_fpr'])} | "
-                         f"{r['link_copies']} | {r['extra_link_copies']} | {r['extra_header_bytes']} | "
-                         f"{r['compile_seconds']} |")
+            lines.append(_pleroma_line(f"{r['requested_resolution']} bits (dz {r['resolution']}; per sub: "
+                                       f"{r['dz_per_subscription']} dz, {r['subscription_bits']} bits)",
+                                       r, r["compile_seconds"]))
         fine = net.get("finest")
         if fine:
-            f = fine["flows"]
-            lines.append(f"| PLEROMA | finest: rank, {fine['resolution']} bits, <= {fine['max_dz']} dz/sub "
-                         f"({fine['dz_per_subscription']} dz, {fine['subscription_bits']} bits; "
-                         f"{'exact' if fine['exact'] else 'not exact'}) | {f['max']} | {f['mean']} | {f['total']} | "
-                         f"{fine['false_positives']} | {fine['false_negatives']} | {_pct(fine['subscriber_fpr'])} | "
-                         f"{fine['link_copies']} | {fine['extra_link_copies']} | {fine['extra_header_bytes']} | "
-                         f"{fine['compile_seconds']} |")
+            lines.append(_pleroma_line(f"finest: rank, {fine['resolution']} bits, <= {fine['max_dz']} dz/sub "
+                                       f"({fine['dz_per_subscription']} dz, {fine['subscription_bits']} bits; "
+                                       f"{'exact' if fine['exact'] else 'not exact'})", fine, fine["compile_seconds"]))
         for r in net["merged"]:
-            f = r["flows"]
-            lines.append(f"| PLEROMA | {r['method']}, limit {r['limit']} ({round(100 * r['limit_share'])} %)"
-                         f"{'' if r['fits'] else ', does not fit'} | "
-                         f"{f['max']} | {f['mean']} | {f['total']} | {r['false_positives']} | {r['false_negatives']} | "
-                         f"{_pct(r['subscriber_fpr'])} | {r['link_copies']} | {r['extra_link_copies']} | "
-                         f"{r['extra_header_bytes']} | +{r['merge_seconds']} |")
+            lines.append(_pleroma_line(f"{r['method']}, limit {r['limit']} ({round(100 * r['limit_share'])} %)"
+                                       f"{'' if r['fits'] else ', does not fit'}", r, f"+{r['merge_seconds']}"))
         lines.append("")
     b = report.get("balogh")
     if b:

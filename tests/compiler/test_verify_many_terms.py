@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from compiler import rules as ast
 from compiler.base import SourceLocation
 from compiler.spec import QueryField
-from compiler.verify import Encoder, _filter_bdd, comparison_intervals
+from compiler.intervals import comparison_intervals
+from compiler.verify import Encoder, _filter_bdd
 
 LOC = SourceLocation("t.sub", 1, 1)
 FIELDS = {"h.a": QueryField("h.a", 8), "h.b": QueryField("h.b", 8)}

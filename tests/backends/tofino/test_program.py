@@ -34,6 +34,31 @@ def scalar():
     return pipeline, tofino.build(pipeline)
 
 
+@pytest.mark.parametrize("lanes", [2, 3])
+def test_the_lanes_bitmaps_are_folded_into_the_first_before_the_table_that_reads_it(lanes):
+    """Every lane's bitmap reaches ``meta.p4sub_ports`` exactly once through the OR tables, in the order
+    the ingress applies them, before ``p4sub_no_ports`` reads it; the estimate places that table after
+    the tree's last operation (a table per operation: bf-p4c merges consecutive statements)."""
+    pipeline = compile_text(scalar_spec(), SCALAR_RULES, delivery="bitmap", lanes=lanes)
+    fields = [f"meta.{f[len('meta.'):]}" for f in pipeline.delivery.fields]
+    assert len(fields) == lanes
+    r = tofino.build(pipeline)
+    ingress = control_body(r.program.text, "SwitchIngress")
+    body = {m[1]: (m[2], m[4]) for m in re.finditer(
+        r"action (p4sub_ports_or_\d+)\(\) \{\s*(\S+) = (\S+) \| (\S+);", r.program.text) if m[2] == m[3]}
+    order = re.findall(r"(p4sub_ports_or_\d+)_t\.apply\(\);", ingress)
+    assert sorted(order) == sorted(body) and len(order) == lanes - 1
+    held = {f: [f] for f in fields}
+    for name in order:
+        dst, src = body[name]
+        held[dst] = held[dst] + held.pop(src)
+    assert list(held) == [fields[0]] and sorted(held[fields[0]]) == sorted(fields)
+    assert ingress.index(f"{order[-1]}_t.apply();") < ingress.index("p4sub_no_ports.apply()")
+    placed = {u.name: (u.first_stage, u.last_stage) for u in r.estimate.tables}
+    last_lane_table = max(last for name, (_, last) in placed.items() if name.startswith(("field_", "l")))
+    assert placed["p4sub_no_ports"][0] > last_lane_table
+
+
 @pytest.fixture(scope="module")
 def scalar_bitmap():
     pipeline = compile_text(scalar_spec(), SCALAR_RULES, delivery="bitmap", lanes=2)
