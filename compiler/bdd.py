@@ -35,6 +35,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from compiler.base import CompileError
+from compiler.base.limits import checkpoint
 from compiler.dnf import DEFAULT_LIMIT, ActionSet, Cube, rule_actions, to_dnf
 from compiler.predicates import IntervalSet
 from compiler.rules import TypedRules, validity
@@ -460,6 +461,7 @@ class _Builder:
         clip = start > 0 or stop < (1 << self.fields[level].width) - 1
         # Work per node grows with the rules it carries: bound that too, not only the edges made.
         self.work += len(objs)
+        checkpoint()  # the compile's time and memory budget (compiler.base.limits)
         if self.max_edges is not None and self.work > self.work_limit:
             raise DiagramTooLarge(f"the diagram passed {self.work_limit} rule visits "
                                   f"before {self.max_edges} edges")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from compiler import bdd, ir, stateful
-from compiler.base import CompileError, P4subError
+from compiler.base import CompileError, P4subError, limits
 from compiler.budget import Selectivity, Widening, widenings
 from compiler.coarsen import Coarsening, coarsen
 from compiler.default_path import Default, add_default, default_of
@@ -34,6 +35,10 @@ class Budget:
     entries: int = 300_000
     groups: int = 65_536
     stages: int = 12
+    # Bounds on the compile itself (compiler.base.limits): the search returns the best layout found
+    # when one runs out. None: no time bound; the memory ceiling then defaults to half the machine's.
+    seconds: float | None = None
+    memory: int | None = None
 
     def misses(self, stats: dict) -> list[str]:
         """What a compiled pipeline's statistics exceed, in words (empty when it fits)."""
@@ -48,13 +53,25 @@ class Budget:
 
 
 def parse_budget(text: str, base: Budget = Budget()) -> Budget:
-    """``entries=N,groups=M,stages=S`` (any subset) over ``base``."""
-    values = {}
+    """``entries=N,groups=M,stages=S,time=SECONDS,memory=SIZE`` (any subset) over ``base``."""
+    values: dict[str, int | float] = {}
+    expected = "expected entries=N,groups=M,stages=S,time=SECONDS,memory=SIZE with positive numbers"
     for item in filter(None, (t.strip() for t in text.split(","))):
         name, _, number = item.partition("=")
-        if name not in ("entries", "groups", "stages") or not number.isdigit() or int(number) < 1:
-            raise P4subError(f"--budget {text!r}: expected entries=N,groups=M,stages=S with positive integers")
-        values[name] = int(number)
+        if name == "time":
+            try:
+                seconds = float(number)
+            except ValueError:
+                seconds = -1.0
+            if not 0 < seconds < float("inf"):
+                raise P4subError(f"--budget {text!r}: time={number!r}: {expected}")
+            values["seconds"] = seconds
+        elif name == "memory":
+            values["memory"] = limits.parse_size(number)
+        elif name not in ("entries", "groups", "stages") or not number.isdigit() or int(number) < 1:
+            raise P4subError(f"--budget {text!r}: {expected}")
+        else:
+            values[name] = int(number)
     return Budget(**{**base.__dict__, **values})
 
 
@@ -156,6 +173,10 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
                 (cubes,), done = coarsen([cubes], dict(options.codes), options.sample)
                 coarsened += [c for c in done if c not in coarsened]
             diagram = bdd.build_cubes(cubes, typed.match_fields, field_order=order, max_edges=limit)
+        except limits.OutOfBudget as exc:
+            if not candidates:
+                raise
+            notes.append(f"groups: not finished ({exc.message})")
         except bdd.DiagramTooLarge:
             if delivery == "groups":
                 raise CompileError(f"--delivery groups: the one decision diagram passed {limit:,} edges (the entry "
@@ -249,19 +270,52 @@ def _bitmap(spec: Spec, typed: TypedRules, options: CompileOptions, notes: list[
             notes.append(f"bitmap {name}: " + "; ".join(misses))
         return compiled
 
-    first = attempt(0)
+    try:
+        with limits.share(0.5):  # under a time budget, half of it at most: the widening must answer
+            first = attempt(0)
+    except limits.OutOfBudget as exc:
+        if options.exact or exc.kind != "time" or not limits.remaining():
+            raise exc.__class__(exc.kind, f"{exc.message} while the exact layout was built") from None
+        notes.append("bitmap exact: not finished in half the time budget")
+        first = None
     if first is not None and not options.budget.misses(first.stats):
         return first
     if not options.exact:  # worked out only when the exact layout does not fit
         steps += [(w, c) for w, c in widenings(cubes_of, Selectivity(typed.match_fields, options.sample)) if w.dropped]
     best, lo, hi = None, 1, len(steps) - 1
-    while lo <= hi:  # the least step in [lo, hi] that fits; steps[-1] (no constraint) always does
-        mid = (lo + hi) // 2
-        got = attempt(mid)
-        if got is not None and not options.budget.misses(got.stats):
-            best, hi = got, mid - 1
-        else:
-            lo = mid + 1
+
+    def fits(got: Compiled | None) -> bool:
+        return got is not None and not options.budget.misses(got.stats)
+
+    try:
+        if limits.remaining() is not None and hi >= lo:
+            # Under a time budget the search goes from the wide end, where steps are quick to build
+            # and fit: first the widest (it always fits), then steps 1, 2, 4, ... narrower while they
+            # fit; each improves the answer the budget's end returns. Then bisection, as without one.
+            gaps = itertools.chain((1, 1), (1 << k for k in itertools.count(1)))
+            while lo <= hi:
+                probe = max(lo, hi + 1 - next(gaps))
+                got = attempt(probe)
+                if not fits(got):
+                    lo = probe + 1
+                    break
+                best, hi = got, probe - 1
+        while lo <= hi:  # the least step in [lo, hi] that fits; steps[-1] (no constraint) always does
+            mid = (lo + hi) // 2
+            got = attempt(mid)
+            if fits(got):
+                best, hi = got, mid - 1
+            else:
+                lo = mid + 1
+    except limits.OutOfBudget as exc:
+        if best is None:
+            exact = ("; ".join(options.budget.misses(first.stats)) if first else
+                     next((n.split(": ", 1)[1] for n in notes if n.startswith("bitmap exact: ")), "not built"))
+            raise exc.__class__(exc.kind, f"{exc.message} before any widening step fitted (the exact layout: "
+                                          f"{exact})") from None
+        # The narrowest step tried that fits is kept: a narrower one may fit too, unknown in the time.
+        notes.append(f"search stopped: {exc.message}; steps {lo} to {hi} of {len(steps) - 1} not tried")
+        best.stats["search_stopped"] = exc.message
     if best is not None:
         return best
     if first is not None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from backends import target_compile_options
 from compiler import ir
-from compiler.base import P4subError, ResourceError, output_dir, paused, staged_outputs, write_files
+from compiler.base import P4subError, ResourceError, limits, output_dir, paused, staged_outputs, write_files
 from compiler.compile import (
     DELIVERIES,
     Budget,
@@ -70,9 +70,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "deliveries reported (default: uniform traffic over each field's domain)")
     p.add_argument("--order-search", type=float, default=0.0, metavar="SECONDS",
                    help="search field orders per lane (sifting, the compiled size as the cost) for this long")
-    p.add_argument("--budget", default=None, type=budget_text, metavar="entries=N,groups=M,stages=S",
+    p.add_argument("--budget", default=None, type=budget_text, metavar="entries=N,groups=M,stages=S,time=S,memory=SIZE",
                    help=f"what the pipeline may use (default entries={Budget().entries},groups={Budget().groups},"
-                        f"stages={Budget().stages}); auto delivery picks a layout that fits")
+                        f"stages={Budget().stages}); auto delivery picks a layout that fits. time=SECONDS and "
+                        "memory=SIZE (4G, 512M) bound the compile's search: when one runs out, the best layout found "
+                        "so far is written (stats.json says search_stopped), or, if none fitted yet, the error says "
+                        "by how much the last one missed and which rules cost most (default: no time bound, memory "
+                        "half of this machine's)")
     p.add_argument("--allow-recirculation", action="store_true",
                    help="tofino: split a pipeline longer than the stages over two passes")
     p.add_argument("--fit-by", choices=("estimate", "bf-p4c"), default="estimate",
@@ -180,7 +184,8 @@ def budget_text(text: str) -> str:
 
 
 def budget_items(text: str) -> set[str]:
-    """The names ``--budget`` gives (``entries``, ``groups``, ``stages``): a target's limits keep out of those."""
+    """The names ``--budget`` gives (``entries``, ``groups``, ``stages``, ``time``, ``memory``): a target's
+    limits keep out of those."""
     return {item.partition("=")[0].strip() for item in text.split(",") if item.strip()}
 
 
@@ -333,6 +338,36 @@ class BfP4cJudge:
                                                   self.version))
 
 
+def _after_refusal(exc: ResourceError, options: CompileOptions, compiled, budget: str) -> CompileOptions:
+    """The options of the next try after the target refused a layout: fewer thresholds on the fields
+    whose code tables it named, else half the entries (re-raised when --budget fixed the entries)."""
+    codes = {**dict(options.codes), **{f: min(n, dict(options.codes).get(f, n)) for f, n in exc.codes.items()}}
+    if codes and codes != dict(options.codes):
+        return replace(options, codes=tuple(sorted(codes.items())))
+    if "entries" in budget or compiled.stats["total_entries"] < 2:
+        raise exc
+    return replace(options, budget=replace(options.budget, entries=max(1, compiled.stats["total_entries"] // 2)))
+
+
+def out_of_budget(exc: limits.OutOfBudget, target: str, refusals: list[str], spec, rules,
+                  options: CompileOptions) -> ResourceError:
+    """The error of a search that ran out of time or memory before anything fitted: by how much the
+    last candidate missed, and which rules cost most (compiler.rule_cost)."""
+    from compiler.rule_cost import costliest
+    from compiler.rules import check_rules
+
+    where = f"; {target} refused the last layout tried: {refusals[-1].split(': ', 1)[1]}" if refusals else ""
+    tried = f" after {len(refusals)} layout(s) the target refused" if refusals else ""
+    text = f"{exc.message}{tried}; no layout fitted yet{where}"
+    if exc.kind == "time":
+        why = costliest(check_rules(rules, spec, port_bits=options.port_bits,
+                                    reserved_ports=dict(options.reserved_ports)))
+        text += (f". {why}" if why else "") + "; raise --budget time=SECONDS, or widen these rules"
+    else:
+        text += "; raise --budget memory=SIZE, or compile fewer rules per switch"
+    return ResourceError(text)
+
+
 def run(args: argparse.Namespace) -> int:
     args.budget = args.budget or ""  # not given: the default budget
     # The command keeps its rules, diagram and tables to the end: the collector would only walk them
@@ -368,9 +403,6 @@ def _run(args: argparse.Namespace) -> int:
         # The target's encodings and limits, except what --budget names: its resource estimate then judges the fit.
         options = target_compile_options(args.target, spec, options, budget_items(args.budget))
     rules = read_rules(args.rules)
-    compiled = compile_rules(spec, rules, options)
-    for note in compiled.typed.spec.notes:  # what the spec reader skipped, actions inferred from the rules
-        print(note, file=sys.stderr)
     emit_options = (backend.options_from_args(args),) if backend is not None and hasattr(backend, "options_from_args") else ()
     render = None  # pipeline -> what is written (checked in memory)
     if include:
@@ -386,27 +418,28 @@ def _run(args: argparse.Namespace) -> int:
         judge = BfP4cJudge(emit_options[0] if emit_options else backend.TofinoOptions())
         render = judge.wrap(backend.build)
     refusals: list[str] = []
-    rendered = None
-    while render is not None and not args.like:
-        # The target's own resource model is the last judge of the entry budget: while it refuses a
-        # pipeline that the default budget let through, halve the budget (rules get widened) and retry.
+    # The search is bounded (--budget time=,memory=; compiler.base.limits); writing the result is not.
+    with limits.bounded(options.budget.seconds, options.budget.memory or limits.default_memory()):
         try:
-            rendered = render(compiled.pipeline)
-            break
-        except ResourceError as exc:
-            if args.exact or len(refusals) >= MAX_REFUSALS:
-                raise
-            codes = {**dict(options.codes), **{f: min(n, dict(options.codes).get(f, n)) for f, n in exc.codes.items()}}
-            if codes and codes != dict(options.codes):
-                # The target says which code tables are too big: keep fewer thresholds on those fields.
-                options = replace(options, codes=tuple(sorted(codes.items())))
-            elif "entries" in args.budget or compiled.stats["total_entries"] < 2:
-                raise
-            else:
-                options = replace(options, budget=replace(options.budget,
-                                                          entries=max(1, compiled.stats["total_entries"] // 2)))
-            refusals.append(f"{args.target}: {exc}")
             compiled = compile_rules(spec, rules, options)
+            rendered = None
+            while render is not None and not args.like:
+                # The target's own resource model is the last judge of the entry budget: while it refuses
+                # a pipeline that the default budget let through, halve the budget (rules get widened).
+                try:
+                    rendered = render(compiled.pipeline)
+                    break
+                except ResourceError as exc:
+                    if args.exact or len(refusals) >= MAX_REFUSALS:
+                        raise
+                    options = _after_refusal(exc, options, compiled, args.budget)
+                    refusals.append(f"{args.target}: {exc}")
+                    limits.checkpoint()
+                    compiled = compile_rules(spec, rules, options)
+        except limits.OutOfBudget as exc:
+            raise out_of_budget(exc, args.target, refusals, spec, rules, options) from None
+    for note in compiled.typed.spec.notes:  # what the spec reader skipped, actions inferred from the rules
+        print(note, file=sys.stderr)
     if refusals:
         compiled.stats["target_refusals"] = refusals
         print(f"note: {args.target} refused {len(refusals)} larger layout(s) on resources; entry budget "

@@ -62,9 +62,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lane-partition", choices=PARTITIONS, default="auto",
                    help="--delivery filters: how a switch's rules are split into lanes, as p4sub compile: hub, port "
                         "or auto (default: lanes by port, one lane and lanes by hub are tried)")
-    p.add_argument("--budget", default=None, type=budget_text, metavar="entries=N,groups=M,stages=S",
+    p.add_argument("--budget", default=None, type=budget_text, metavar="entries=N,groups=M,stages=S,time=S,memory=SIZE",
                    help="what each switch may use (default: the --target's limits, else p4sub compile's); a switch "
-                        "that does not fit exactly is widened, its stats.json says so")
+                        "that does not fit exactly is widened, its stats.json says so; time= and memory= bound each "
+                        "switch's compile as p4sub compile's (no bound unless given)")
     p.add_argument("--exact", action="store_true",
                    help="refuse (exit 2) rather than widen a switch's rules when no exact layout fits its budget")
     p.add_argument("--max-rules", type=int, default=None,

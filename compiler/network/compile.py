@@ -36,7 +36,7 @@ from typing import Any, Callable, Mapping
 from compiler import ir
 from compiler import rules as ast
 from compiler.approximate import Alpha, check_alpha
-from compiler.base import P4subError, gc_pause
+from compiler.base import P4subError, gc_pause, limits
 from compiler.compile import CompileOptions, compile_rules
 from compiler.network.routing import UP_PORT, SwitchRules, lower_up_port, route, send_misses_up, with_up_rule
 from compiler.network.topology import Topology
@@ -119,8 +119,12 @@ def compile_switch(task: SwitchTask, keep_pipeline: bool = False) -> list[dict[s
     if options.field_order:  # one network-wide order; each switch uses the fields its own rules test
         tested = {c.attribute.name for r in rules for c in ast.comparisons(r.filter)}
         options = dataclasses.replace(options, field_order=tuple(f for f in options.field_order if f in tested))
-    with gc_pause.paused():  # the diagram and its tables are millions of live objects
-        compiled = compile_rules(task.spec, rules, options)
+    # The diagram and its tables are millions of live objects; --budget time=,memory= bound each switch.
+    with gc_pause.paused(), limits.bounded(options.budget.seconds, options.budget.memory):
+        try:
+            compiled = compile_rules(task.spec, rules, options)
+        except limits.OutOfBudget as exc:
+            raise P4subError(f"{exc.message}; raise --budget time=/memory=") from None
     misses_up = sr.miss_up and rules is sr.rules
     pipeline = send_misses_up(compiled.pipeline) if misses_up else compiled.pipeline
     text = _rules_text(rules) if task.out_dir is not None else ""
