@@ -131,7 +131,7 @@ def batches(steps: list[tuple[str, list[updates.Op]]], size: int) -> list[list[l
 def install(old: ir.Pipeline, new: ir.Pipeline, out: Path, args: argparse.Namespace) -> int:
     """``p4sub install OUT --target tofino --hitless``: plan, then write step by step (rollback: the
     written steps undone, last first)."""
-    from backends.tofino.install import _Switch, import_client, load_entries, refuse_include_mode
+    from backends.tofino.install import _refusal, _Switch, import_client, load_entries, refuse_include_mode
 
     refuse_include_mode(out)
     doc = load_entries(out)
@@ -159,7 +159,7 @@ def install(old: ir.Pipeline, new: ir.Pipeline, out: Path, args: argparse.Namesp
                 except Exception as exc:
                     _undo(switch, [batch] + [b for s in reversed(written) for b in reversed(s)])
                     raise TargetError(f"the switch refused a {batch[0].kind} of {len(batch)} records in "
-                                      f"{batch[0].record['table_name']}: {exc}; what was written was undone") from None
+                                      f"{batch[0].record['table_name']}: {_refusal(exc)}; what was written was undone") from None
             written.append(step)
         names = [t["table_name"] for t in doc["tables"]] + [PRE_NODE, PRE_MGID]
         wrong = updates.differences(doc["pre"] + doc["entries"], [r for n in names for r in switch.read(n)])

@@ -1,0 +1,113 @@
+"""``p4sub install --target tofino`` through the SDE's own BF Runtime client, against a server stand-in.
+
+test_install.py replaces the client module; here the real ``bfrt_grpc.client`` (open-p4studio's
+``client.py`` and ``info_parse.py`` with ``bfruntime_pb2`` generated from ``bfruntime.proto``) turns
+entries.bfrt.json's records into BF Runtime messages, sends them over gRPC to
+tests/backends/tofino/bfrt_server.py, which holds the program's tables as bf-p4c's bf-rt.json
+describes them (and the PRE as the SDE's bf_rt_pre_tf1.json does), and reads them back. What the
+server holds is compared with entries.bfrt.json by this file's own encoding of the records into
+bytes of the widths bf-rt.json gives.
+
+Needs bf-p4c (marker ``tofino``) and the generated client (marker ``bfrt_grpc``, ``$P4SUB_BFRT_GRPC``:
+see tests/backends/tofino/bfrt_grpc_env.py); each test skips with the reason otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from p4sub import main
+from tests.backends.tofino import bfrt_grpc_env
+
+pytestmark = [pytest.mark.tofino, pytest.mark.bfrt_grpc]
+ROOT = Path(__file__).resolve().parents[3]
+STOCK = "pipe.SwitchIngress.field_add_order_stock"
+
+
+@pytest.fixture(scope="module")
+def pre_schema() -> bytes:
+    gc, pre, why = bfrt_grpc_env.load()
+    if gc is None:
+        pytest.skip(why)
+    return pre
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, pre_schema) -> Path:
+    """apps/itch's rules compiled for Tofino, batch mode, and built by bf-p4c (its bf-rt.json)."""
+    if shutil.which("bf-p4c") is None:
+        pytest.skip("bf-p4c is not on PATH (p4c built with -DENABLE_TOFINO=ON, or the Tofino SDE)")
+    out = tmp_path_factory.mktemp("itch") / "out"
+    assert main(["compile", str(ROOT / "apps/itch/itch.p4"), str(ROOT / "apps/itch/rules.sub"), "--target", "tofino",
+                 "--batch", "first", "-o", str(out)]) == 0
+    assert main(["build", str(out)]) == 0
+    return out
+
+
+def start(out: Path, pre_schema: bytes, sizes: dict[str, int] | None = None):
+    """The stand-in running OUT's program (bf-p4c's bf-rt.json; ``sizes`` overrides table sizes)."""
+    from tests.backends.tofino.bfrt_server import Device, serve
+
+    schema = json.loads((out / "program.tofino" / "bf-rt.json").read_text())
+    for t in schema["tables"]:
+        t["size"] = (sizes or {}).get(t["name"], t["size"])
+    p4_name = json.loads((out / "entries.bfrt.json").read_text())["p4_name"]
+    device = Device(p4_name, json.dumps(schema).encode(), pre_schema)
+    server, address, servicer = serve(device)
+    return device, server, address
+
+
+def expected(doc: dict, device) -> dict[str, dict[tuple, tuple]]:
+    """entries.bfrt.json as the server should hold it: per table, key bytes -> (action id, data),
+    encoded here from bf-rt.json's ids and widths (missing key fields zero, as a zeroed key)."""
+    out: dict[str, dict[tuple, tuple]] = {}
+    for r in doc["entries"] + doc["pre"]:
+        t = device.by_name[r["table_name"]]
+        by_name = {f.name: f for f in t.keys.values()}
+        key = []
+        for fid, f in sorted(t.keys.items()):
+            v = r["key"].get(f.name, {})
+            b = lambda x: int(x).to_bytes(f.nbytes, "big")  # noqa: E731
+            kind = f.match_type.lower()
+            if kind == "exact":
+                key.append((fid, "exact", b(v.get("value", 0))))
+            elif kind == "ternary":
+                key.append((fid, "ternary", b(v.get("value", 0) & v.get("mask", 0)), b(v.get("mask", 0))))
+            elif kind == "range":
+                key.append((fid, "range", b(v.get("low", 0)), b(v.get("high", 0))))
+            else:
+                key.append((fid, "lpm", b(v.get("value", 0)), v.get("prefix_len", 0)))
+        assert set(r["key"]) <= set(by_name), r
+        action_id = next((aid for aid, (name, _) in t.actions.items() if name == r.get("action")), 0)
+        fields = {**t.actions[action_id][1], **t.data} if action_id else t.data
+        data = {}
+        for fid, f in fields.items():
+            v = r["data"].get(f.name)
+            if f.repeated:
+                data[fid] = list(v or [])
+            else:
+                data[fid] = int(v or 0).to_bytes(f.nbytes, "big")
+        out.setdefault(t.name, {})[tuple(key)] = (action_id, data)
+    return out
+
+
+def held(device) -> dict[str, dict[tuple, tuple]]:
+    return {t.name: dict(t.entries) for t in device.tables.values() if t.entries}
+
+
+def test_install_through_the_real_client_writes_exactly_the_file(built, pre_schema, capsys):
+    device, server, address = start(built, pre_schema)
+    try:
+        assert main(["install", str(built), "--target", "tofino", "--grpc", address]) == 0, capsys.readouterr().err
+        assert "read back and checked" in capsys.readouterr().out
+        doc = json.loads((built / "entries.bfrt.json").read_text())
+        assert held(device) == expected(doc, device)
+        writes = device.writes
+        assert main(["install", str(built), "--target", "tofino", "--grpc", address]) == 0, capsys.readouterr().err
+        assert device.writes == writes  # read back as the file says: nothing to change
+    finally:
+        server.stop(None)
