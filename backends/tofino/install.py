@@ -153,6 +153,7 @@ class _Switch:
         except Exception as exc:
             raise TargetError(f"cannot reach BF Runtime at {address} (program {program}): {exc}") from None
         self.target = gc.Target(device_id=device_id, pipe_id=0xFFFF)
+        self.program = program
 
     def close(self) -> None:
         tear_down = getattr(self.iface, "tear_down_stream", None)
@@ -160,7 +161,13 @@ class _Switch:
             tear_down()
 
     def _table(self, name: str) -> Any:
-        return self.info.table_get(name)
+        """The client's table object; a table the program on the switch lacks is the user's error
+        (another build or program runs there), not a traceback: the client raises KeyError."""
+        try:
+            return self.info.table_get(name)
+        except KeyError:
+            raise TargetError(f"the program {self.program} on the switch has no table {name}: it runs another "
+                              "build than OUT's (compare its bf-rt.json with OUT/program.tofino/bf-rt.json)") from None
 
     def _key(self, table: Any, key: dict[str, dict[str, int]]) -> Any:
         return table.make_key([self.gc.KeyTuple(name, **fields) for name, fields in key.items()])

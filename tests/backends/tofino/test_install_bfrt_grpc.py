@@ -111,3 +111,89 @@ def test_install_through_the_real_client_writes_exactly_the_file(built, pre_sche
         assert device.writes == writes  # read back as the file says: nothing to change
     finally:
         server.stop(None)
+
+
+def test_a_batch_the_switch_refuses_half_way_is_undone_with_every_batch_before_it(built, pre_schema, capsys):
+    """bf-rt.json's stock table holds 8 entries fewer than the file has: the second batch of its
+    adds is refused after some of them took (the client's CONTINUE_ON_ERROR), and the installer
+    leaves the switch as it found it: empty."""
+    doc = json.loads((built / "entries.bfrt.json").read_text())
+    count = sum(1 for r in doc["entries"] if r["table_name"] == STOCK)
+    device, server, address = start(built, pre_schema, {STOCK: count - 8})
+    try:
+        assert main(["install", str(built), "--target", "tofino", "--grpc", address, "--batch-size", "300"]) == 2
+        err = capsys.readouterr().err
+        assert "refused" in err and "RESOURCE_EXHAUSTED" in err and "undone" in err, err
+        assert device.writes > 0 and held(device) == {}
+    finally:
+        server.stop(None)
+
+
+def test_a_refused_update_puts_back_what_the_switch_held(built, pre_schema, capsys):
+    """The switch holds the file less 10 stock entries and plus a stray one; the re-adds overflow the
+    table: afterwards it holds exactly what it held before."""
+    device, server, address = start(built, pre_schema)
+    try:
+        assert main(["install", str(built), "--target", "tofino", "--grpc", address]) == 0
+        stock = device.by_name[STOCK]
+        for key in list(stock.entries)[:10]:
+            del stock.entries[key]
+        leaf = device.by_name["pipe.SwitchIngress.leaf_actions"]
+        key, (action, data) = next(iter(leaf.entries.items()))
+        stray = ((key[0][0], "exact", bytes([0xFE])),)
+        leaf.entries[stray] = (action, data)
+        stock.size = len(stock.entries) + 5
+        before = device.snapshot()
+        assert main(["install", str(built), "--target", "tofino", "--grpc", address]) == 2
+        assert "undone" in capsys.readouterr().err
+        assert device.snapshot() == before
+    finally:
+        server.stop(None)
+
+
+def test_the_read_back_catches_a_switch_that_lost_an_entry(built, pre_schema, capsys):
+    """A switch that answers OK to a write it did not keep: the install fails naming the entry."""
+    device, server, address = start(built, pre_schema)
+    apply = device.write_one
+    lost = []
+
+    def forgetful(update):
+        te = update.entity.table_entry
+        if not lost and device.tables[te.table_id].name == "pipe.SwitchIngress.leaf_actions":
+            lost.append(te)
+            return
+        apply(update)
+
+    device.write_one = forgetful
+    try:
+        assert main(["install", str(built), "--target", "tofino", "--grpc", address]) == 2
+        err = capsys.readouterr().err
+        assert "read-back differs" in err and "missing pipe.SwitchIngress.leaf_actions" in err, err
+    finally:
+        server.stop(None)
+
+
+def test_a_program_without_a_table_the_file_names_is_a_clear_error(built, pre_schema, capsys, tmp_path):
+    """The switch runs another build of the program, without the leaf table: exit 2, no traceback."""
+    from tests.backends.tofino.bfrt_server import Device, serve
+
+    schema = json.loads((built / "program.tofino" / "bf-rt.json").read_text())
+    schema["tables"] = [t for t in schema["tables"] if t["name"] != "pipe.SwitchIngress.leaf_actions"]
+    device = Device("program", json.dumps(schema).encode(), pre_schema)
+    server, address, _ = serve(device)
+    try:
+        assert main(["install", str(built), "--target", "tofino", "--grpc", address]) == 2
+        err = capsys.readouterr().err
+        assert "pipe.SwitchIngress.leaf_actions" in err and "Traceback" not in err, err
+    finally:
+        server.stop(None)
+
+
+def test_a_program_name_the_switch_does_not_run_is_a_clear_error(built, pre_schema, capsys):
+    device, server, address = start(built, pre_schema)
+    try:
+        assert main(["install", str(built), "--target", "tofino", "--grpc", address, "--program-name", "other"]) == 2
+        assert "cannot reach BF Runtime" in capsys.readouterr().err
+        assert held(device) == {}
+    finally:
+        server.stop(None)
