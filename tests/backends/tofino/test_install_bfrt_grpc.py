@@ -197,3 +197,56 @@ def test_a_program_name_the_switch_does_not_run_is_a_clear_error(built, pre_sche
         assert held(device) == {}
     finally:
         server.stop(None)
+
+
+def test_a_default_entry_is_set_read_back_and_put_back(built, pre_schema, tmp_path):
+    """A keyless record (``default_entry``, as a routed switch's own id is) goes through the client's
+    default_entry_set / default_entry_get; a refused update later sets the old one again. (bf-p4c
+    9.13.4 refuses the routed header-stack program that has one (PHV allocation of c1 of
+    examples/fat-tree-4, issue 28 item 1), so the record is added to the ITCH file here.)"""
+    import argparse
+
+    from google.rpc import code_pb2
+
+    from backends.tofino.install import install
+    from compiler.base import TargetError
+    from tests.backends.tofino.bfrt_server import Refused
+
+    doc = json.loads((built / "entries.bfrt.json").read_text())
+    leaf = "pipe.SwitchIngress.leaf_actions"
+    default = {"table_name": leaf, "default_entry": True, "action": "SwitchIngress.forward", "key": {},
+               "data": {"port": 3}}
+    doc["entries"].append(default)
+    out = tmp_path / "entries.bfrt.json"
+    out.write_text(json.dumps(doc))
+    device, server, address = start(built, pre_schema)
+    args = argparse.Namespace(grpc=address, device_id=0, program_name=None, dry_run=False, batch_size=500)
+    try:
+        assert install(out, args) == 0
+        t = device.by_name[leaf]
+        action = next(aid for aid, (name, _) in t.actions.items() if name == "SwitchIngress.forward")
+        port = next(fid for fid, f in t.actions[action][1].items() if f.name == "port")
+        assert t.default == (action, {port: (3).to_bytes(2, "big")})
+        writes = device.writes
+        assert install(out, args) == 0
+        assert device.writes == writes
+        # the switch holds a stray leaf entry whose delete (planned after the modifies) it refuses
+        key, value = next(iter(t.entries.items()))
+        stray = ((key[0][0], "exact", bytes([0xFE])),)
+        t.entries[stray] = value
+        apply = device.write_one
+
+        def locked(update):
+            te = update.entity.table_entry
+            if update.type == update.DELETE and te.table_id == t.id and te.key.fields[0].exact.value == b"\xfe":
+                raise Refused(code_pb2.UNAVAILABLE, "table locked")
+            apply(update)
+
+        device.write_one = locked
+        default["data"]["port"] = 4
+        out.write_text(json.dumps(doc))
+        with pytest.raises(TargetError, match="UNAVAILABLE.*undone"):
+            install(out, args)
+        assert t.default == (action, {port: (3).to_bytes(2, "big")}) and stray in t.entries
+    finally:
+        server.stop(None)
