@@ -36,6 +36,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+from collections import Counter
 from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -130,6 +131,7 @@ class Device:
         self.by_name = {t.name: t for t in self.tables.values()}
         self.lock = threading.Lock()
         self.writes = 0  # updates applied (for tests that a second install changes nothing)
+        self.kinds: Counter[str] = Counter()  # updates applied by type: INSERT, MODIFY, DELETE
 
     # -- keys and data from protobuf ------------------------------------------------------------------
 
@@ -260,6 +262,7 @@ class Device:
         else:
             raise Refused(code_pb2.UNIMPLEMENTED, f"update type {kind} is not modelled")
         self.writes += 1
+        self.kinds[pb.Update.Type.Name(kind)] += 1
 
     def _pre_check(self, t: Table, value: tuple[int, dict[int, Any]]) -> None:
         """``$pre.mgid``: its nodes exist, and the node and L1 exclusion id lists agree in length."""
@@ -285,7 +288,7 @@ class Device:
         errors = []
         with self.lock:
             saved = {tid: (dict(t.entries), t.default) for tid, t in self.tables.items()}
-            writes = self.writes
+            writes, kinds = self.writes, Counter(self.kinds)
             for i, update in enumerate(request.updates):
                 try:
                     self.write_one(update)
@@ -294,7 +297,7 @@ class Device:
                     if request.atomicity == pb.WriteRequest.ROLLBACK_ON_ERROR:
                         for tid, (entries, default) in saved.items():
                             self.tables[tid].entries, self.tables[tid].default = entries, default
-                        self.writes = writes
+                        self.writes, self.kinds = writes, kinds
                         break
         return errors
 

@@ -250,3 +250,48 @@ def test_a_default_entry_is_set_read_back_and_put_back(built, pre_schema, tmp_pa
         assert t.default == (action, {port: (3).to_bytes(2, "big")}) and stray in t.entries
     finally:
         server.stop(None)
+
+
+def test_a_hitless_update_through_the_real_client_leaves_the_new_entries(pre_schema, tmp_path, capsys):
+    """tests/backends/tofino/test_hitless.py's update (20 random rules, 5 removed; room for shadow
+    states), bf-p4c building the old program: ``--hitless`` writes its steps through bfrt_grpc and
+    the switch ends up holding the new file exactly."""
+    import argparse
+    import random
+
+    import backends.tofino as tofino
+    from backends.tofino.hitless import install as install_hitless
+    from backends.tofino.install import install
+    from compiler.compile import CompileOptions
+    from compiler.incremental import Incremental
+    from compiler.rules.parser import parse_rules
+    from compiler.tables import TableOptions
+    from tests.backends.tofino.helpers import scalar_spec
+    from tests.backends.tofino.test_hitless import rules
+
+    if shutil.which("bf-p4c") is None:
+        pytest.skip("bf-p4c is not on PATH (p4c built with -DENABLE_TOFINO=ON, or the Tofino SDE)")
+    old_text = rules(random.Random(9), 20)
+    options = CompileOptions(delivery="groups", tables=TableOptions(min_state_bits=8, min_size=1024))
+    inc = Incremental.compile(scalar_spec(), parse_rules("\n".join(old_text)), options)
+    old = inc.pipeline()
+    inc.update(remove=list(parse_rules("\n".join(old_text[:5])).rules))
+    new = inc.pipeline()
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    tofino.emit(old, v1)
+    tofino.emit(new, v2)
+    assert main(["build", str(v1)]) == 0
+    device, server, address = start(v1, pre_schema)
+    args = argparse.Namespace(grpc=address, device_id=0, program_name=None, dry_run=False, batch_size=50)
+    try:
+        assert install(v1, args) == 0
+        assert held(device) == expected(json.loads((v1 / "entries.bfrt.json").read_text()), device)
+        before = dict(device.kinds)
+        assert install_hitless(old, new, v2, args) == 0
+        kinds = {k: device.kinds[k] - before.get(k, 0) for k in device.kinds}
+        assert kinds.get("DELETE", 0) > 0 and kinds.get("MODIFY", 0) > 0, kinds  # entry_del, entry_mod too
+        assert "read back and checked" in capsys.readouterr().out
+        doc = json.loads((v2 / "entries.bfrt.json").read_text())
+        assert held(device) == expected(doc, device)
+    finally:
+        server.stop(None)
