@@ -295,3 +295,73 @@ def test_a_hitless_update_through_the_real_client_leaves_the_new_entries(pre_sch
         assert held(device) == expected(doc, device)
     finally:
         server.stop(None)
+
+
+def test_the_stand_in_refuses_through_the_real_client_what_bf_switchd_refuses(built, pre_schema):
+    """The refusals the stand-in models, each provoked through bfrt_grpc.client (or, for ids the
+    client resolves itself, through its stub) and answered with bf-drivers' gRPC code."""
+    from google.rpc import code_pb2
+
+    from bfrt_grpc import bfruntime_pb2 as pb  # type: ignore[import-not-found]
+    import bfrt_grpc.client as gc  # type: ignore[import-not-found]
+
+    device, server, address = start(built, pre_schema)
+    iface = gc.ClientInterface(address, client_id=1, device_id=0)
+    try:
+        info = iface.bfrt_info_get("program")
+        tgt = gc.Target(device_id=0, pipe_id=0xFFFF)
+        leaf = info.table_get("pipe.SwitchIngress.leaf_actions")
+
+        def codes(call) -> list[int]:
+            with pytest.raises(gc.BfruntimeRpcException) as exc:
+                call()
+            return [e.canonical_code for _, e in exc.value.sub_errors_get()] or [exc.value.grpc_error_get().code()]
+
+        key = lambda state: leaf.make_key([gc.KeyTuple("meta.p4sub_state", state)])  # noqa: E731
+        fwd = lambda port: leaf.make_data([gc.DataTuple("port", port)], "SwitchIngress.forward")  # noqa: E731
+        import grpc
+
+        assert codes(lambda: leaf.entry_add(tgt, [key(1)], [fwd(1)])) == [grpc.StatusCode.FAILED_PRECONDITION]
+        iface.bind_pipeline_config("program")
+        leaf.entry_add(tgt, [key(1)], [fwd(1)])
+        assert codes(lambda: leaf.entry_add(tgt, [key(1)], [fwd(2)])) == [code_pb2.ALREADY_EXISTS]
+        assert codes(lambda: leaf.entry_mod(tgt, [key(2)], [fwd(2)])) == [code_pb2.NOT_FOUND]
+        assert codes(lambda: leaf.entry_del(tgt, [key(2)])) == [code_pb2.NOT_FOUND]
+        assert codes(lambda: leaf.entry_add(tgt, [key(0x1FF)], [fwd(1)])) == [code_pb2.INVALID_ARGUMENT]  # 8 bits
+        assert codes(lambda: leaf.entry_add(tgt, [key(3)], [fwd(600)])) == [code_pb2.INVALID_ARGUMENT]  # 9 bits
+        # a batch: the good updates take, the refused one is reported at its index (CONTINUE_ON_ERROR)
+        with pytest.raises(gc.BfruntimeRpcException) as exc:
+            leaf.entry_add(tgt, [key(4), key(1), key(5)], [fwd(1), fwd(1), fwd(1)])
+        assert [(i, e.canonical_code) for i, e in exc.value.sub_errors_get()] == [(1, code_pb2.ALREADY_EXISTS)]
+        assert len(device.by_name[leaf.info.name_get()].entries) == 3
+        # ... unless the client asks for ROLLBACK_ON_ERROR: then none does
+        with pytest.raises(gc.BfruntimeRpcException):
+            leaf.entry_add(tgt, [key(6), key(1)], [fwd(1), fwd(1)], atomicity=pb.WriteRequest.ROLLBACK_ON_ERROR)
+        assert len(device.by_name[leaf.info.name_get()].entries) == 3
+        # ids the client resolves from bf-rt.json itself, sent raw: unknown table, key field, action
+        for mutate in (lambda te: setattr(te, "table_id", 7), lambda te: setattr(te.key.fields[0], "field_id", 99),
+                       lambda te: setattr(te.data, "action_id", 12345)):
+            req = pb.WriteRequest(client_id=1)
+            req.target.device_id = 0
+            update = req.updates.add()
+            update.type = pb.Update.INSERT
+            te = update.entity.table_entry
+            te.table_id = leaf.info.id_get()
+            kf = te.key.fields.add()
+            kf.field_id, kf.exact.value = 1, bytes([9])
+            te.data.action_id = leaf.info.action_id_get("SwitchIngress.forward")
+            mutate(te)
+            with pytest.raises(gc.BfruntimeRpcException) as exc:
+                iface.reader_writer_interface._write(req)
+            assert [e.canonical_code for _, e in exc.value.sub_errors_get()] in ([code_pb2.NOT_FOUND],
+                                                                                   [code_pb2.INVALID_ARGUMENT])
+        # a group naming a node that does not exist
+        mgid = info.table_get("$pre.mgid")
+        group = mgid.make_data([gc.DataTuple("$MULTICAST_NODE_ID", int_arr_val=[77]),
+                                gc.DataTuple("$MULTICAST_NODE_L1_XID_VALID", bool_arr_val=[False]),
+                                gc.DataTuple("$MULTICAST_NODE_L1_XID", int_arr_val=[0])])
+        assert codes(lambda: mgid.entry_add(tgt, [mgid.make_key([gc.KeyTuple("$MGID", 5)])], [group])) \
+            == [code_pb2.NOT_FOUND]
+    finally:
+        iface.tear_down_stream()
+        server.stop(None)
