@@ -22,7 +22,9 @@ as the real server checks it. What it refuses, after ``bf_rt_server_impl.cpp``,
 
 A Write batch fails as the real one does: every update is tried and the failures come back as
 one UNKNOWN status whose details hold a ``bfrt_proto.Error`` per update (CONTINUE_ON_ERROR, the
-client's default); with ROLLBACK_ON_ERROR the first failure undoes the whole batch. A read
+client's default, and the installer's); with ROLLBACK_ON_ERROR the first failure undoes the whole
+batch (the real server opens a pipe_mgr transaction; whether it covers PRE writes, which go through
+mc_mgr's own session, is not modelled: the stand-in rolls them back too). A read
 returns each entry with every data field of its action (or of a keyless-action table such as
 ``$pre.mgid``), as the real server's ``formResponseData`` does, filled with zeros or empty lists
 where the write left them out.
