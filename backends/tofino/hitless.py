@@ -12,8 +12,9 @@ running the old program, so every table of it must hold the plan's peak, in entr
 rows its range entries take; otherwise the update is a new program and cannot be hitless.
 
 A step becomes bfrt_grpc batches of one table and one kind each (:func:`backends.tofino.updates.batches`);
-batches of one step may go in any order, steps go one after the other. Written against the
-in-memory stand-in of the tests only: there is no SDE here.
+batches of one step may go in any order, steps go one after the other. Tested against the tests'
+stand-ins: the in-memory one and, through the SDE's own client, the BF Runtime server stand-in;
+not against a switch.
 """
 
 from __future__ import annotations

@@ -10,7 +10,10 @@ The BMv2 installer's planner (``backends/bmv2/update_plan.py``) is not reused: i
 P4Runtime entities (``table_entry`` matches and priority, ``multicast_group_entry`` replicas) and
 reports refusals per update, while BF Runtime records name key fields with ``$MATCH_PRIORITY``
 inside the key, configure multicast in two tables (``$pre.node``, ``$pre.mgid``), and a bfrt_grpc
-write fails as a whole. Tested against an in-memory stand-in for bfrt_grpc only (no SDE here).
+write is one batch. Tested against an in-memory stand-in for the bfrt_grpc module, and through the
+SDE's own client (open-p4studio's, its stubs generated here) against a BF Runtime gRPC server
+stand-in holding bf-p4c's bf-rt.json (tests/backends/tofino/test_install_bfrt_grpc.py); not against a
+switch.
 """
 
 from __future__ import annotations
