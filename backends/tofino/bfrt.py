@@ -28,7 +28,9 @@ the priority it would get through P4Runtime on the same switch.
 
 PRE records (``$pre.node`` then ``$pre.mgid``; delete in the reverse order) make one L1 node per
 multicast group, with ``$MULTICAST_RID`` = the group id (what egress sees as ``egress_rid``) and the
-group's ports as ``$DEV_PORT``; the group points at its node with L1 exclusion ids unused.
+group's ports as ``$DEV_PORT``; the group points at its node with L1 exclusion ids unused, and says
+that it has no ECMP members (empty ``$MULTICAST_ECMP_*`` lists): BF Runtime reads a group back with
+every one of its six fields, so a record with only the node fields would never read back equal.
 """
 
 from __future__ import annotations
@@ -131,7 +133,8 @@ def pre_records(groups: tuple[ir.MulticastGroup, ...]) -> list[dict[str, Any]]:
              for g in groups]
     mgids = [{"table_name": PRE_MGID, "key": {"$MGID": {"value": g.id}},
               "data": {"$MULTICAST_NODE_ID": [g.id], "$MULTICAST_NODE_L1_XID_VALID": [False],
-                       "$MULTICAST_NODE_L1_XID": [0]}}
+                       "$MULTICAST_NODE_L1_XID": [0], "$MULTICAST_ECMP_ID": [], "$MULTICAST_ECMP_L1_XID_VALID": [],
+                       "$MULTICAST_ECMP_L1_XID": []}}
              for g in groups]
     return nodes + mgids
 

@@ -12,8 +12,9 @@ running the old program, so every table of it must hold the plan's peak, in entr
 rows its range entries take; otherwise the update is a new program and cannot be hitless.
 
 A step becomes bfrt_grpc batches of one table and one kind each (:func:`backends.tofino.updates.batches`);
-batches of one step may go in any order, steps go one after the other. Written against the
-in-memory stand-in of the tests only: there is no SDE here.
+batches of one step may go in any order, steps go one after the other. Tested against the tests'
+stand-ins: the in-memory one and, through the SDE's own client, the BF Runtime server stand-in;
+not against a switch.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def batches(steps: list[tuple[str, list[updates.Op]]], size: int) -> list[list[l
 def install(old: ir.Pipeline, new: ir.Pipeline, out: Path, args: argparse.Namespace) -> int:
     """``p4sub install OUT --target tofino --hitless``: plan, then write step by step (rollback: the
     written steps undone, last first)."""
-    from backends.tofino.install import _Switch, import_client, load_entries, refuse_include_mode
+    from backends.tofino.install import _refusal, _Switch, import_client, load_entries, refuse_include_mode
 
     refuse_include_mode(out)
     doc = load_entries(out)
@@ -159,7 +160,7 @@ def install(old: ir.Pipeline, new: ir.Pipeline, out: Path, args: argparse.Namesp
                 except Exception as exc:
                     _undo(switch, [batch] + [b for s in reversed(written) for b in reversed(s)])
                     raise TargetError(f"the switch refused a {batch[0].kind} of {len(batch)} records in "
-                                      f"{batch[0].record['table_name']}: {exc}; what was written was undone") from None
+                                      f"{batch[0].record['table_name']}: {_refusal(exc)}; what was written was undone") from None
             written.append(step)
         names = [t["table_name"] for t in doc["tables"]] + [PRE_NODE, PRE_MGID]
         wrong = updates.differences(doc["pre"] + doc["entries"], [r for n in names for r in switch.read(n)])

@@ -10,7 +10,10 @@ The BMv2 installer's planner (``backends/bmv2/update_plan.py``) is not reused: i
 P4Runtime entities (``table_entry`` matches and priority, ``multicast_group_entry`` replicas) and
 reports refusals per update, while BF Runtime records name key fields with ``$MATCH_PRIORITY``
 inside the key, configure multicast in two tables (``$pre.node``, ``$pre.mgid``), and a bfrt_grpc
-write fails as a whole. Tested against an in-memory stand-in for bfrt_grpc only (no SDE here).
+write is one batch. Tested against an in-memory stand-in for the bfrt_grpc module, and through the
+SDE's own client (open-p4studio's, its stubs generated here) against a BF Runtime gRPC server
+stand-in holding bf-p4c's bf-rt.json (tests/backends/tofino/test_install_bfrt_grpc.py); not against a
+switch.
 """
 
 from __future__ import annotations
@@ -127,7 +130,7 @@ def install(out_dir: str | Path, args: argparse.Namespace) -> int:
                 for written in reversed(done):
                     switch.write([updates.inverse(op) for op in reversed(written)])
                 raise TargetError(f"the switch refused a {batch[0].kind} of {len(batch)} entries in "
-                                  f"{batch[0].record['table_name']}: {exc}; the {len(done)} batches written "
+                                  f"{batch[0].record['table_name']}: {_refusal(exc)}; the {len(done)} batches written "
                                   "before it were undone") from None
             done.append(batch)
         now = [r for name in names for r in switch.read(name, name in defaults)]
@@ -153,6 +156,7 @@ class _Switch:
         except Exception as exc:
             raise TargetError(f"cannot reach BF Runtime at {address} (program {program}): {exc}") from None
         self.target = gc.Target(device_id=device_id, pipe_id=0xFFFF)
+        self.program = program
 
     def close(self) -> None:
         tear_down = getattr(self.iface, "tear_down_stream", None)
@@ -160,21 +164,33 @@ class _Switch:
             tear_down()
 
     def _table(self, name: str) -> Any:
-        return self.info.table_get(name)
+        """The client's table object; a table the program on the switch lacks is the user's error
+        (another build or program runs there), not a traceback: the client raises KeyError."""
+        try:
+            return self.info.table_get(name)
+        except KeyError:
+            raise TargetError(f"the program {self.program} on the switch has no table {name}: it runs another "
+                              "build than OUT's (compare its bf-rt.json with OUT/program.tofino/bf-rt.json)") from None
 
     def _key(self, table: Any, key: dict[str, dict[str, int]]) -> Any:
         return table.make_key([self.gc.KeyTuple(name, **fields) for name, fields in key.items()])
 
     def _data(self, table: Any, record: dict[str, Any]) -> Any:
+        """The record's data as ``DataTuple``s of the kind the table's schema gives each field: the
+        value alone cannot tell an empty list of bools (``$MULTICAST_ECMP_L1_XID_VALID: []``) from an
+        empty list of ints, and the server refuses an ``int_arr_val`` for a bool field."""
+        action = record.get("action")
         tuples = []
         for name, value in record.get("data", {}).items():
-            if isinstance(value, list) and value and isinstance(value[0], bool):
-                tuples.append(self.gc.DataTuple(name, bool_arr_val=value))
-            elif isinstance(value, list):
-                tuples.append(self.gc.DataTuple(name, int_arr_val=value))
+            kind = _field_type(table, name, action)
+            if isinstance(value, list):
+                is_bool = kind == "bool" if kind is not None else bool(value) and isinstance(value[0], bool)
+                tuples.append(self.gc.DataTuple(name, bool_arr_val=value) if is_bool
+                              else self.gc.DataTuple(name, int_arr_val=value))
+            elif isinstance(value, bool) or kind == "bool":
+                tuples.append(self.gc.DataTuple(name, bool_val=bool(value)))
             else:
                 tuples.append(self.gc.DataTuple(name, value))
-        action = record.get("action")
         return table.make_data(tuples, action) if action else table.make_data(tuples)
 
     def write(self, ops: list[updates.Op]) -> None:
@@ -212,6 +228,24 @@ class _Switch:
                 d.pop("is_default_entry", None)
                 out.append(_record(name, d, {}, default_entry=True))
         return out
+
+
+def _field_type(table: Any, name: str, action: str | None) -> str | None:
+    """A data field's type in the switch's schema (``bool``, ``uint32``, ``bytes``...), as the SDE's
+    client reads it from bf-rt.json; None when the client does not say."""
+    info = getattr(table, "info", None)
+    try:
+        return info.data_field_type_get(name, action) if info is not None else None
+    except (KeyError, AttributeError, TypeError):
+        return None
+
+
+def _refusal(exc: Exception, limit: int = 5) -> str:
+    """A client error in a few lines: bfrt_grpc lists one line per refused update of a batch."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if len(lines) <= limit + 1:
+        return " ".join(lines) or type(exc).__name__
+    return " ".join(lines[:limit + 1]) + f" ... and {len(lines) - limit - 1} more"
 
 
 def _record(name: str, data: dict[str, Any], key: dict[str, Any], default_entry: bool = False) -> dict[str, Any]:

@@ -214,6 +214,9 @@ def test_pre_records_make_one_node_and_group_per_multicast_group(scalar):
         assert mgid["key"] == {"$MGID": {"value": g.id}}
         assert mgid["data"]["$MULTICAST_NODE_ID"] == [g.id]
         assert mgid["data"]["$MULTICAST_NODE_L1_XID_VALID"] == [False]
+        # no ECMP members, said outright: BF Runtime reads a group back with all six of its fields
+        assert [mgid["data"][f] for f in ("$MULTICAST_ECMP_ID", "$MULTICAST_ECMP_L1_XID_VALID",
+                                          "$MULTICAST_ECMP_L1_XID")] == [[], [], []]
 
 
 def test_emit_writes_three_files_and_nothing_when_it_does_not_fit(scalar, tmp_path):
