@@ -33,6 +33,8 @@ def target_compile_options(target: str, spec: Spec, options: CompileOptions,
     backend = importlib.import_module(f"backends.{target}")
     if hasattr(backend, "compile_options"):
         options = replace(options, tables=backend.compile_options(spec, options.tables))
+    if getattr(backend, "STACK_BITMAPS", False):
+        options = replace(options, stack_bitmaps=True)
     if hasattr(backend, "compile_budget"):
         limits = backend.compile_budget(options.budget)
         kept = {k: getattr(limits, k) for k in ("entries", "groups", "stages") if k not in set(budget_given)}

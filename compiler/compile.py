@@ -102,6 +102,10 @@ class CompileOptions:
     # At most this many thresholds on a field (field, count): the rules' interval ends are moved
     # outward to the kept ones (compiler.coarsen); a target asks for it when a code table is too big.
     codes: tuple[tuple[str, int], ...] = ()
+    # The target renders port bitmaps for packets of several messages (a bitmap per message, the
+    # egress keeping per port the messages whose bitmap has its bit): ``auto`` may then choose
+    # bitmaps for a spec that queries a header stack, when the groups layout does not fit.
+    stack_bitmaps: bool = False
 
 
 @dataclass
@@ -134,9 +138,9 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     stacks = stacked_query_headers(spec, typed)
     if delivery == "auto" and spec.default_action:
         delivery = "groups"  # whether any rule matched is known only in one lane (compiler.tables)
-    if delivery == "auto" and stacks and (options.lanes or 1) == 1:
-        # Both backends evaluate a stack's messages one by one into port sets, with groups only; an
-        # explicit bitmap request compiles (the model runs it) and the backends refuse to render it.
+    if delivery == "auto" and stacks and (options.lanes or 1) == 1 and not options.stack_bitmaps:
+        # The target evaluates a stack's messages into port sets with groups only; an explicit bitmap
+        # request compiles (the model runs it) and that backend refuses to render it.
         delivery = "groups"
     if options.lane_partition is not None and options.lane_partition not in PARTITIONS:
         raise P4subError(f"lane partition {options.lane_partition!r}: expected one of {', '.join(PARTITIONS)}")
@@ -145,55 +149,49 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
     if delivery == "groups" and (options.lanes or 1) > 1:
         raise CompileError(f"--lanes {options.lanes} needs --delivery bitmap (lanes OR port bitmaps; "
                            "multicast group ids cannot be combined)")
-    order = options.field_order or None
     candidates: list[Compiled] = []
     notes: list[str] = []
     coarsened: list[Coarsening] = []
-    if delivery in ("bitmap", "auto"):
-        candidates.append(_bitmap(spec, typed, options, notes, coarsened))
-    widened = [c for c in candidates if c.widening != _coarsening_widening(coarsened)]  # more than coarsened
-    if delivery == "auto" and widened:
-        # The bitmap layout needed widening even in lanes: one diagram that carries decided rules to
-        # its leaves is hardly ever smaller, and on such rule sets building it ran for minutes.
-        notes.append("groups: not tried (the bitmap layout did not fit exactly)")
-    elif delivery in ("groups", "auto") and (options.lanes or 1) == 1:
-        # Under auto, stop building a diagram that cannot fit (more edges than the entry budget) or
-        # cannot win (many times the bitmap layout's edges).
-        # Asked for explicitly, the one diagram may pass the entry budget (the budget misses are
-        # reported), but not by GROUPS_EDGE_FACTOR times: past that it only grows until memory ends.
-        limit = max(GROUPS_EDGE_FACTOR * options.budget.entries, GROUPS_MIN_EDGES)
-        if delivery == "auto":
-            exact = [c for c in candidates if c.widening is None]
-            # Edges are about entries plus each node's default edge, as in _bitmap's limit.
-            most = options.budget.entries + options.budget.entries // 4
-            limit = min(most, max(2 * exact[0].lanes.size, 20_000)) if exact else most
-        try:
-            cubes = bdd.rule_cubes(typed, options.dnf_limit)
-            if options.codes:
-                (cubes,), done = coarsen([cubes], dict(options.codes), options.sample)
-                coarsened += [c for c in done if c not in coarsened]
-            diagram = bdd.build_cubes(cubes, typed.match_fields, field_order=order, max_edges=limit)
-        except limits.OutOfBudget as exc:
-            if not candidates:
-                raise
-            notes.append(f"groups: not finished ({exc.message})")
-        except bdd.DiagramTooLarge:
-            if delivery == "groups":
-                raise CompileError(f"--delivery groups: the one decision diagram passed {limit:,} edges (the entry "
-                                   f"budget is {options.budget.entries:,}) and was abandoned; use --delivery bitmap "
-                                   "(lanes) or raise --budget entries=N") from None
-            notes.append(f"groups: one diagram passed {limit} edges")
-        else:
-            pipeline = build_pipeline(diagram, spec, options.tables)
-            candidates.append(Compiled(typed, diagram, pipeline, pipeline_stats(pipeline, 0.0), (diagram,),
-                                       widening=_coarsening_widening(coarsened)))
+    most = options.budget.entries + options.budget.entries // 4  # edges: entries and each node's default
+    if delivery == "auto" and stacks:
+        # A stack of messages (only when the target renders bitmaps for it): groups first, one
+        # diagram, what both targets have long rendered; lanes and bitmaps only when groups do not
+        # fit the budget (4-constraint ITCH at 10k filters needs 94k multicast groups).
+        grouped = _groups(spec, typed, options, most, notes, coarsened, required=False)
+        if grouped is not None:
+            candidates.append(grouped)
+        if grouped is None or options.budget.misses(grouped.stats):
+            candidates.append(_bitmap(spec, typed, options, notes, coarsened))
+    else:
+        if delivery in ("bitmap", "auto"):
+            candidates.append(_bitmap(spec, typed, options, notes, coarsened))
+        widened = [c for c in candidates if c.widening != _coarsening_widening(coarsened)]  # more than coarsened
+        if delivery == "auto" and widened:
+            # The bitmap layout needed widening even in lanes: one diagram that carries decided rules
+            # to its leaves is hardly ever smaller, and on such rule sets building it ran for minutes.
+            notes.append("groups: not tried (the bitmap layout did not fit exactly)")
+        elif delivery in ("groups", "auto") and (options.lanes or 1) == 1:
+            # Under auto, stop building a diagram that cannot fit (more edges than the entry budget)
+            # or cannot win (many times the bitmap layout's edges). Asked for explicitly, the one
+            # diagram may pass the entry budget (the budget misses are reported), but not by
+            # GROUPS_EDGE_FACTOR times: past that it only grows until memory ends.
+            limit = max(GROUPS_EDGE_FACTOR * options.budget.entries, GROUPS_MIN_EDGES)
+            if delivery == "auto":
+                exact = [c for c in candidates if c.widening is None]
+                limit = min(most, max(2 * exact[0].lanes.size, 20_000)) if exact else most
+            grouped = _groups(spec, typed, options, limit, notes, coarsened, required=delivery == "groups",
+                              fallback=bool(candidates))
+            if grouped is not None:
+                candidates.append(grouped)
     for c in candidates:
         c.pipeline = add_default(dataclasses.replace(c.pipeline, guard=typed.guard), options.default, typed.queried)
         c.pipeline = stateful.attach(c.pipeline, state)
         c.stats["budget_misses"] = options.budget.misses(c.stats)
         c.stats["cost_bits"] = layout_cost(c.stats, c.pipeline)
-    # What fits first, then exact before approximate, then the cheaper.
-    best = min(candidates, key=lambda c: (bool(c.stats["budget_misses"]), c.widening is not None, c.stats["cost_bits"]))
+    # What fits first, then exact before approximate, then (for a stack of messages, where groups
+    # are the long-standing layout) groups, then the cheaper.
+    best = min(candidates, key=lambda c: (bool(c.stats["budget_misses"]), c.widening is not None,
+                                          bool(stacks) and c.stats["delivery"] != "groups", c.stats["cost_bits"]))
     for c in candidates:
         if c is not best:
             notes.append(f"{c.stats['delivery']}: {c.stats['total_entries']} entries, {c.stats['multicast_groups']} "
@@ -209,6 +207,35 @@ def compile_rules(spec: Spec, rules: RuleSet, options: CompileOptions = CompileO
                                    for c in coarsened]
     best.stats["compile_seconds"] = round(time.perf_counter() - start, 4)
     return best
+
+
+def _groups(spec: Spec, typed: TypedRules, options: CompileOptions, limit: int, notes: list[str],
+            coarsened: list[Coarsening], required: bool, fallback: bool = False) -> Compiled | None:
+    """The groups candidate: one diagram, leaves naming a port or a multicast group per port set;
+    None (with a note) when it passes ``limit`` edges, an error when ``required`` (``--delivery
+    groups``). A time or memory budget that runs out while it is built is an error unless another
+    candidate can answer (``fallback``)."""
+    try:
+        cubes = bdd.rule_cubes(typed, options.dnf_limit)
+        if options.codes:
+            (cubes,), done = coarsen([cubes], dict(options.codes), options.sample)
+            coarsened += [c for c in done if c not in coarsened]
+        diagram = bdd.build_cubes(cubes, typed.match_fields, field_order=options.field_order or None, max_edges=limit)
+    except limits.OutOfBudget as exc:
+        if not fallback:
+            raise
+        notes.append(f"groups: not finished ({exc.message})")
+        return None
+    except bdd.DiagramTooLarge:
+        if required:
+            raise CompileError(f"--delivery groups: the one decision diagram passed {limit:,} edges (the entry "
+                               f"budget is {options.budget.entries:,}) and was abandoned; use --delivery bitmap "
+                               "(lanes) or raise --budget entries=N") from None
+        notes.append(f"groups: one diagram passed {limit} edges")
+        return None
+    pipeline = build_pipeline(diagram, spec, options.tables)
+    return Compiled(typed, diagram, pipeline, pipeline_stats(pipeline, 0.0), (diagram,),
+                    widening=_coarsening_widening(coarsened))
 
 
 def _candidate(lanes: int, kind: str) -> str:

@@ -27,9 +27,15 @@ from backends.bmv2.cli_commands import commands
 from backends.bmv2.include import IncludeOptions, render_include
 from backends.bmv2.p4runtime import one_update_per_line, write_request
 from backends.bmv2.program import Bmv2Options, Bmv2Program, build_program
-from backends.bmv2.target import UNION_GROUP, V1MODEL
+from backends.bmv2.target import MAX_GROUP_ID, UNION_GROUP, V1MODEL
 from compiler import ir
 from compiler.base import write_files
+from compiler.compile import Budget
+
+#: Packets of several messages render with port bitmaps too (a bitmap per message kept across the
+#: passes, the egress keeping per port the messages whose bitmap has its bit): compile's ``auto``
+#: may choose them for a header stack when groups do not fit (backends.target_compile_options).
+STACK_BITMAPS = True
 
 PROGRAM = "program.p4"
 ENTRIES = "entries.p4rt.json"
@@ -74,3 +80,9 @@ def emit_control(pipeline: ir.Pipeline, out_dir: str | Path, options: IncludeOpt
 def network_options(up_ports: tuple[int, ...]) -> Bmv2Options:
     """Options for one switch of a routed network (``p4sub route --target bmv2``): adds the network stage."""
     return Bmv2Options(network_up_ports=tuple(up_ports))
+
+
+def compile_budget(base: Budget = Budget()) -> Budget:
+    """The compile's budget on BMv2: P4Runtime accepts multicast group ids 1 to 32,766 for the
+    rules' groups (32,767 is the batched path's union group; ids from 32,768 are clone sessions)."""
+    return dataclasses.replace(base, groups=min(base.groups, MAX_GROUP_ID - 1))

@@ -232,9 +232,6 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
     if pipeline.default_control and (batched or options.network_up_ports is not None):
         raise TargetError(f"bmv2: --default {default_of(pipeline)} is rendered for one message per packet on a lone "
                           "switch; use --default drop " + ("in a network" if not batched else f"with --batch {mode}"))
-    if bitmap and batched:
-        raise TargetError("bmv2: port-bitmap delivery is rendered for one message per packet; "
-                          f"compile with --delivery groups for --batch {mode}")
     check_state(pipeline, "bmv2", batched=batched or mode == "first")
     stacked = {h for h in layout.query_headers if spec.header(h).stack_size}
     copies = [Copy(copy_member(f), *split_field(f), spec.field_width(f)) for f in layout.query_fields
@@ -269,11 +266,16 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
     extra_entries: list[ir.Entry] = []
     union = None
     if batched:
+        # Each message's port set, kept across passes: with port-bitmap delivery the lanes' bitmap
+        # itself (the delivery's bit per port, which the egress's port-bit table reads), else the
+        # ports of the message's group or port as a bitmap (bit p for port p).
         fl = f"@field_list({RESUBMIT_FIELD_LIST})"
         members.append(Member(bits(8), "p4sub_msg", fl))
-        members += [Member(bits(PORTS_WIDTH), f"p4sub_set_{j}", fl) for j in range(layout.depth)]
-        members += [Member(bits(PORTS_WIDTH), "p4sub_ports"), Member(bits(8), "p4sub_msgs"),
-                    Member(bits(1), "p4sub_select")]
+        set_width = pipeline.delivery.width if bitmap else PORTS_WIDTH
+        members += [Member(bits(set_width), f"p4sub_set_{j}", fl) for j in range(layout.depth)]
+        members += [Member(bits(8), "p4sub_msgs"), Member(bits(1), "p4sub_select")]
+    if batched and not bitmap:
+        members.append(Member(bits(PORTS_WIDTH), "p4sub_ports"))
         ports = leaf_ports(pipeline)
         # With no port to send to, every message's port set is empty and the union path is never taken.
         union = ir.MulticastGroup(UNION_GROUP, ports) if ports else None
@@ -328,7 +330,7 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
                  "a packet goes to the union of its messages' ports.",
         "prune": f"up to {layout.depth} messages of {layout.stack} per packet, one per pass (resubmit); "
                  "each port gets only the messages it subscribed to.",
-    }[mode]
+    }[mode] + (" Each message's port set is its port bitmap (port-bitmap delivery)." if bitmap and batched else "")
     context = dict(
         name=pipeline.name, spec_path=spec.path, mode_text=mode_text, includes=V1MODEL.includes,
         H=HEADERS_STRUCT, M=METADATA_STRUCT,

@@ -285,6 +285,49 @@ def test_multi_lane_bitmap_program_on_simple_switch_forwards_as_the_model(tmp_pa
     assert len({p for p, _ in expected}) == 3, "the probes must reach every port"
 
 
+@pytest.mark.p4c
+@needs_p4c
+@pytest.mark.parametrize("lanes", [1, 3])
+def test_p4c_compiles_batched_itch_with_port_bitmaps(lanes, tmp_path):
+    """Issue 26 item 2: several messages per packet with port-bitmap delivery (a bitmap per message
+    kept across the passes): p4c accepts it and the program keeps one bitmap member per message."""
+    pipeline = h.compile_text(h.itch_spec(), h.ITCH_RULES, delivery="bitmap", lanes=lanes).pipeline
+    assert pipeline.delivery.is_bitmap and pipeline.lanes <= lanes
+    out = tmp_path / "out"
+    build(pipeline, out)
+    text = (out / "program.p4").read_text()
+    depth = h.itch_spec().header("add_order").stack_size
+    width = pipeline.delivery.width
+    assert all(f"bit<{width}> p4sub_set_{j};" in text for j in range(depth))
+    assert "p4sub_group_ports" not in text  # no group-to-ports table: the bitmaps are the port sets
+
+
+@pytest.mark.bmv2
+@pytest.mark.p4c
+@pytest.mark.parametrize("lanes", [1, 3])
+def test_batched_itch_with_port_bitmaps_on_simple_switch_prunes_as_the_model(tmp_path, lanes):
+    """Each port gets the packet with exactly the messages the model gives it (the others removed,
+    count and lengths fixed), nothing where no message goes anywhere."""
+    require_cli_switch()
+    pipeline = h.compile_text(h.itch_spec(), h.ITCH_RULES, delivery="bitmap", lanes=lanes).pipeline
+    out = tmp_path / "itch"
+    build(pipeline, out)
+    switch = Bmv2Switch([0, 1, 2, 3], tmp_path, program_json=out / "program.json")
+    try:
+        text = switch.cli((out / bmv2.COMMANDS).read_text())
+        assert "Error" not in text and "Invalid" not in text, text
+        rng = random.Random(11)
+        send, expected = [], []
+        for seq in range(40):
+            orders = pk.random_orders(rng, rng.randint(1, 5), seq * 100)
+            send.append((0, pk.itch_packet(orders, seq)))
+            expected += list(pk.expected_itch(Model(pipeline), orders, seq).items())
+        send.append((0, pk.itch_packet([], 999)))  # heartbeat: no message, dropped
+        _compare(switch.exchange(send, [1, 2, 3], [pk.ITCH_PORT]), expected)
+    finally:
+        switch.close()
+
+
 def ipv6_udp(i: int, dport: int) -> bytes:
     """An IPv6/UDP frame: the coexistence spec parses no IPv6, so no subscription looks at it."""
     udp = struct.pack("!HHHH", 40000, dport, 14, 0x2222) + i.to_bytes(6, "big")
