@@ -32,6 +32,7 @@ from backends.common.messages import MessageLayout, message_layout
 from backends.common.names import check_key_fields
 from backends.common.state import check_state
 from backends.tofino import batch as _batch
+from backends.tofino import split as _split
 from backends.tofino.bfrt import document
 from backends.tofino.bfrt import dumps as dumps_entries
 from backends.tofino.fold import fold_miss_tables
@@ -185,26 +186,50 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
     messages = message_layout(pipeline)
     mode = _batch.choose_mode(messages, options.batch)
     check_state(pipeline, "tofino", batched=mode != "single")
-    if pipeline.default_control and (mode == "union" or pipeline.delivery.is_bitmap
+    if pipeline.default_control and (mode in ("union", "split") or pipeline.delivery.is_bitmap
                                      or options.network_up_ports is not None):
         raise TargetError(f"tofino: --default {default_of(pipeline)} is rendered for one message per packet on a "
                           "lone switch with --delivery groups (the egress of the other programs expects a bridged "
                           "header on every packet); use --default drop, --delivery groups or --batch first")
+    if mode == "union" and options.batch == "auto" and not pipeline.delivery.is_bitmap:
+        # Union when it fits the chip, else one copy of the tables and a recirculation copy per message.
+        try:
+            return _render(pipeline, options, folded, messages, "union")
+        except ResourceError as union_refused:
+            try:
+                rendered = _render(pipeline, options, folded, messages, "split")
+            except ResourceError:
+                raise  # split's refusal: the thresholds it names are what the compile coarsens by
+            except TargetError:
+                raise union_refused from None
+            rendered.resources["notes"]["union_refused"] = str(union_refused)
+            return rendered
+    return _render(pipeline, options, folded, messages, mode)
+
+
+def _render(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool, messages: MessageLayout,
+            mode: str) -> Rendered:
+    """The program of one batch mode, laid out, estimated and rendered (ResourceError when it does not fit)."""
     if pipeline.delivery.is_bitmap:
-        if mode == "union":
-            raise TargetError("tofino: port-bitmap delivery is rendered for one message per packet; "
-                              "compile with --delivery groups (or --batch first)")
+        if mode in ("union", "split"):
+            raise TargetError(f"tofino: port-bitmap delivery is rendered for one message per packet (not batch mode "
+                              f"{mode}); compile with --delivery groups (or --batch first)")
         batched = _batch.bitmap(pipeline, mode)
     elif mode == "union":
         check_slots_fit(pipeline, messages, options)  # before twelve copies are built and laid out
         batched = _batch.replicate(pipeline, messages)
+    elif mode == "split":
+        if options.network_up_ports is not None or options.allow_recirculation:
+            raise TargetError("tofino: batch mode split on a routed switch or with --allow-recirculation (not "
+                              "rendered); use --batch union or first")
+        batched = _split.split(pipeline, messages)
     else:
         batched = _batch.single(pipeline, mode)
     layout = plan(batched.pipeline, options, batched.gress_of)
     try:
         est = estimate(layout)
     except ResourceError as exc:
-        if mode != "union" or exc.codes:
+        if mode not in ("union", "split") or exc.codes:
             raise
         raise ResourceError(exc.message, codes=_halved_codes(pipeline)) from None
     pass_of = {t.name: (t.passes[0] if t.passes else 0) for t in est.tables}
@@ -214,12 +239,17 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
     stage = network_stage(options.network_up_ports, options.target)
     # bf-p4c names a program after its source file; BF Runtime clients look it up by that name.
     entries = document(layout, batched.groups, Path(PROGRAM_FILE).stem)
+    if batched.split_groups:
+        nodes, mgids = _split.pre_records(batched.split_groups, options.target)
+        pre = entries["pre"]
+        entries["pre"] = [r for r in pre if r["table_name"] == "$pre.node"] + nodes + \
+            [r for r in pre if r["table_name"] != "$pre.node"] + mgids
     resources = est.to_json()
     resources["notes"] = {
         "miss_tables_folded": folded,
         "batch_mode": mode,
         "message_stack": messages.stack,
-        "messages_per_packet": messages.depth if mode == "union" else 1,
+        "messages_per_packet": messages.depth if mode in ("union", "split") else 1,
         "parser_stops_at": list(program.stopped_states),
         "recirculates": program.recirculates,
         "bridged_bits": program.bridged_bits,
@@ -231,6 +261,11 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
         "encodings": {t.name: {k.field: k.encoding for k in t.keys if k.encoding != "native"}
                       for t in layout.tables if any(k.encoding != "native" for k in t.keys)},
     }
+    if mode == "split":
+        resources["batch"] = _split.cost(pipeline.spec, messages, options.target)
+    elif mode == "union":
+        resources["batch"] = {"mode": "union", "passes_per_message": 1, "max_recirculated_copies_per_packet": 0,
+                              "copies_of_the_tables": messages.depth}
     return Rendered(program, layout, batched, est, entries, resources)
 
 

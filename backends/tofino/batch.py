@@ -45,7 +45,7 @@ from compiler.base import TargetError
 
 UNION_GROUP = 0xFFFF
 EGRESS_PORT_KEY = "eg_intr_md.egress_port"
-BATCH_MODES = ("auto", "single", "first", "union")
+BATCH_MODES = ("auto", "single", "first", "union", "split")
 
 
 @dataclass(frozen=True)
@@ -67,10 +67,13 @@ class Batched:
     bitmap: ir.Delivery | None = None
     # Union: slot i's validity, set to 1 by the ingress parser where it extracts element i.
     valid_fields: tuple[str, ...] = ()
+    # Split: the pass-1 groups (one copy per message to the recirculation port; backends.tofino.split).
+    split_groups: tuple[ir.MulticastGroup, ...] = ()
 
 
 def choose_mode(layout: MessageLayout, requested: str) -> str:
-    """``single`` for scalar query headers; for a stack ``union`` (``auto``) or ``first`` on request."""
+    """``single`` for scalar query headers; for a stack ``union`` (``auto``: the backend falls back to
+    ``split`` when the union does not fit), ``first`` or ``split`` on request."""
     if requested not in BATCH_MODES:
         raise TargetError(f"tofino: unknown batch mode {requested!r} (one of {', '.join(BATCH_MODES)})")
     if layout.stack is None:
@@ -82,6 +85,8 @@ def choose_mode(layout: MessageLayout, requested: str) -> str:
         raise TargetError(f"tofino: the tables query header stack {layout.stack}; use batch mode first or union")
     if layout.depth == 1 or requested == "first":
         return "first"
+    if requested == "split":
+        return "split"
     return "union"
 
 
