@@ -410,6 +410,9 @@ def _run(args: argparse.Namespace) -> int:
                                                           entries=max(1, compiled.stats["total_entries"] // 2)))
             refusals.append(f"{args.target}: {exc}")
             compiled = compile_rules(spec, rules, options)
+    if rendered is not None and isinstance(getattr(rendered, "resources", None), dict) and "batch" in rendered.resources:
+        # How a packet's messages are evaluated on the target, and what that costs (passes, recirculation).
+        compiled.stats["batch"] = rendered.resources["batch"]
     if refusals:
         compiled.stats["target_refusals"] = refusals
         print(f"note: {args.target} refused {len(refusals)} larger layout(s) on resources; entry budget "

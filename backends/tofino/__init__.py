@@ -263,6 +263,12 @@ def _render(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool, message
     }
     if mode == "split":
         resources["batch"] = _split.cost(pipeline.spec, messages, options.target)
+        # The PRE holds the split groups too (one node per copy).
+        resources["multicast_groups"] += len(batched.split_groups)
+        resources["pre_nodes"] += sum(1 for r in entries["pre"] if r["table_name"] == "$pre.node"
+                                      and r["key"]["$MULTICAST_NODE_ID"]["value"] >= _split.SPLIT_NODE)
+        resources["multicast_percent"] = round(100.0 * resources["multicast_groups"]
+                                               / options.target.multicast_groups, 2)
     elif mode == "union":
         resources["batch"] = {"mode": "union", "passes_per_message": 1, "max_recirculated_copies_per_packet": 0,
                               "copies_of_the_tables": messages.depth}
