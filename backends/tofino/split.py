@@ -173,10 +173,12 @@ def split(pipeline: ir.Pipeline, messages: MessageLayout) -> Batched:
     names = [t.name for t in rewritten.tables]
     slot_of = {n: None for n in names}
     gress_of = {n: "ingress" for n in names}
-    control = ((None, PICK_TABLE),) + tuple((None, n) for n in pipeline.control)
-    # The copies table runs on the other branch (pass 1): its own control entry, after the pick.
-    return Batched(replace(rewritten, control=(PICK_TABLE,) + pipeline.control + (COPIES_TABLE,)), "split",
-                   slot_of, gress_of, control + ((None, COPIES_TABLE),), groups=pipeline.multicast_groups,
+    # The copies table runs on pass 1's branch, the others on pass 2's. First in the order the estimate
+    # reads, so that it shares the first stage with the pick table (it writes only the forwarding,
+    # which the leaf writes after it) rather than following the leaf.
+    order = (COPIES_TABLE, PICK_TABLE) + pipeline.control
+    return Batched(replace(rewritten, control=order), "split", slot_of, gress_of,
+                   tuple((None, n) for n in order), groups=pipeline.multicast_groups,
                    valid_fields=tuple(valid), split_groups=groups)
 
 
