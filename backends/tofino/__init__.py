@@ -177,6 +177,20 @@ def _halved_codes(pipeline: ir.Pipeline) -> dict[str, int]:
     return {t.attribute: max(1, counts[t.name] // 2) for t in pipeline.tables if t.role == "code" and counts[t.name] > 1}
 
 
+def _shared_codes(pipeline: ir.Pipeline, layout: Layout) -> dict[str, int]:
+    """The thresholds every compressed field may keep when the tables' memory is short: the share of the
+    memory the chip has (times :data:`CODE_HEADROOM`), as for the union's copies; empty when the
+    memory adds up (the tables do not pack into the stages: halving is then the answer)."""
+    target = layout.target
+    est = estimate(layout, check=False)
+    share = min(target.tcam_total / max(1, est.tcam_blocks), target.sram_total / max(1, est.sram_blocks))
+    if share >= 1:
+        return {}
+    counts = Counter(e.table for e in pipeline.entries)
+    return {t.attribute: max(1, int(counts[t.name] * share * CODE_HEADROOM))
+            for t in pipeline.tables if t.role == "code" and counts[t.name] > 1}
+
+
 def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rendered:
     if pipeline.spec.pragma_only:
         raise TargetError(f"tofino: {pipeline.spec.path} is a pragma-only spec (only @pragma query_* lines): it has no "
@@ -192,19 +206,35 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
                           "lone switch with --delivery groups (the egress of the other programs expects a bridged "
                           "header on every packet); use --default drop, --delivery groups or --batch first")
     if mode == "union" and options.batch == "auto" and not pipeline.delivery.is_bitmap:
-        # Union when it fits the chip, else one copy of the tables and a recirculation copy per message.
-        try:
-            return _render(pipeline, options, folded, messages, "union")
-        except ResourceError as union_refused:
-            try:
-                rendered = _render(pipeline, options, folded, messages, "split")
-            except ResourceError:
-                raise  # split's refusal: the thresholds it names are what the compile coarsens by
-            except TargetError:
-                raise union_refused from None
-            rendered.resources["notes"]["union_refused"] = str(union_refused)
-            return rendered
+        return _auto(pipeline, options, folded, messages)
     return _render(pipeline, options, folded, messages, mode)
+
+
+def _auto(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool, messages: MessageLayout) -> Rendered:
+    """Union when it fits the chip (one pass), else split (one copy of the tables, two passes per message).
+
+    Split is rendered first: it is one copy of the single-message tables, which the union copies once per
+    message (with keep tables bigger than the leaf), so when split does not fit the union does not
+    either and split's refusal is the answer (its thresholds are what the compile coarsens by); and
+    when ``depth`` times split's memory is more than the chip has, the union is not tried (at 100k
+    ITCH filters laying out its keep table alone took minutes and gigabytes).
+    """
+    try:
+        split = _render(pipeline, options, folded, messages, "split")
+    except TargetError:  # split is not rendered for this program (a ResourceError is not caught: see above)
+        return _render(pipeline, options, folded, messages, "union")
+    target, depth = options.target, messages.depth
+    if split.estimate.tcam_blocks * depth > target.tcam_total or split.estimate.sram_blocks * depth > target.sram_total:
+        split.resources["notes"]["union_refused"] = (
+            f"{depth} copies of the tables need at least {split.estimate.tcam_blocks * depth} TCAM and "
+            f"{split.estimate.sram_blocks * depth} SRAM blocks; {target.name} has {target.tcam_total} and "
+            f"{target.sram_total}")
+        return split
+    try:
+        return _render(pipeline, options, folded, messages, "union")
+    except ResourceError as exc:
+        split.resources["notes"]["union_refused"] = str(exc)
+        return split
 
 
 def _render(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool, messages: MessageLayout,
@@ -231,7 +261,8 @@ def _render(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool, message
     except ResourceError as exc:
         if mode not in ("union", "split") or exc.codes:
             raise
-        raise ResourceError(exc.message, codes=_halved_codes(pipeline)) from None
+        codes = _shared_codes(pipeline, layout) if mode == "split" else {}
+        raise ResourceError(exc.message, codes=codes or _halved_codes(pipeline)) from None
     pass_of = {t.name: (t.passes[0] if t.passes else 0) for t in est.tables}
     ready = lane_ready(batched.pipeline, {t.name: (t.first_stage, t.last_stage) for t in est.tables
                                           if t.last_stage >= 0}) if batched.bitmap else []

@@ -176,7 +176,7 @@ def test_auto_takes_union_when_it_fits_and_split_when_it_does_not():
     # A chip with a twelfth of the TCAM: twelve copies cannot fit, one can.
     small = build(pipeline, _judge_options(tcam_blocks_per_stage=2))
     assert small.resources["notes"]["batch_mode"] == "split"
-    assert "messages per packet need" in small.resources["notes"]["union_refused"]
+    assert "copies of the tables need at least" in small.resources["notes"]["union_refused"]
     assert build(pipeline, TofinoOptions(batch="split")).resources["notes"]["batch_mode"] == "split"
 
 
