@@ -27,12 +27,14 @@ ITCH's twelve messages leave no room for them (bf-p4c: "PHV allocation was not s
 packet none of whose messages is subscribed is still replicated to the subscribed ports and dropped
 in each egress: no port gets it, but the traffic manager copies it.
 
-Not done: removing, per port, the messages it did not subscribe to (BMv2's ``prune``). The egress
-would have to parse the messages to remove them, and Tofino 1's egress parser reaches at most 160
-bytes into a packet (p4c ``specs/parde_spec.h``, ``maxParseDepth(EGRESS)``): the Ethernet, IPv4,
+Union mode does not remove, per port, the messages it did not subscribe to (BMv2's ``prune``). The
+egress would have to parse the messages to remove them, and Tofino 1's egress parser reaches at most
+160 bytes into a packet (p4c ``specs/parde_spec.h``, ``maxParseDepth(EGRESS)``): the Ethernet, IPv4,
 UDP and MoldUDP64 headers take 62 bytes and each Add Order block 38, so at most two messages could
 be pruned. Ports get the packet's other messages too (message-level false positives, which the
-replay counts as such).
+replay counts as such). Split mode (:mod:`backends.tofino.split`) delivers each message alone instead,
+with one copy of the tables, at the cost of a recirculated copy per message; ``auto`` takes it when
+the union does not fit.
 """
 
 from __future__ import annotations
