@@ -66,6 +66,7 @@ def point(n: int, work: Path, feed: Path, unseen: Path, trace: bool, timeout: fl
         stats = json.loads((out / "stats.json").read_text())
         row.update(stages=res["stages"], sram_percent=round(res["sram_percent"], 1),
                    tcam_percent=round(res["tcam_percent"], 1), messages_per_packet=res["notes"]["messages_per_packet"],
+                   batch_mode=res["notes"]["batch_mode"], batch_cost=res.get("batch"),
                    exact=stats["exact"], coarsened=stats.get("coarsened", []),
                    entries_file_mb=round((out / "entries.bfrt.json").stat().st_size / 2**20, 1))
         report = work / f"report{n}{'t' if trace else ''}"

@@ -83,8 +83,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="tofino: what judges whether a layout fits: p4sub's resource estimate (default), or also "
                         "bf-p4c (on PATH), run on every layout the estimate accepts; a layout bf-p4c cannot place "
                         "(stages, PHV) is answered with a smaller one, and resources.json holds bf-p4c's placement")
-    p.add_argument("--batch", choices=("auto", "single", "first", "union"),
-                   help="how a packet with several messages is evaluated (see docs/bmv2.md, docs/tofino.md)")
+    p.add_argument("--batch", choices=("auto", "single", "first", "union", "split"),
+                   help="how a packet with several messages is evaluated (see docs/bmv2.md, docs/tofino.md); "
+                        "tofino: union (a copy of the tables per message, one pass), split (one copy of the "
+                        "tables, each message recirculated and evaluated alone, two passes), auto (union when "
+                        "it fits the chip, else split)")
     p.add_argument("--like", metavar="OLD_OUT",
                    help="keep the state width and table sizes of a previous compile's output (growing them only "
                         "where needed), so that an update renders the same program and installs as entry changes")
@@ -440,6 +443,9 @@ def _run(args: argparse.Namespace) -> int:
             raise out_of_budget(exc, args.target, refusals, spec, rules, options) from None
     for note in compiled.typed.spec.notes:  # what the spec reader skipped, actions inferred from the rules
         print(note, file=sys.stderr)
+    if rendered is not None and isinstance(getattr(rendered, "resources", None), dict) and "batch" in rendered.resources:
+        # How a packet's messages are evaluated on the target, and what that costs (passes, recirculation).
+        compiled.stats["batch"] = rendered.resources["batch"]
     if refusals:
         compiled.stats["target_refusals"] = refusals
         print(f"note: {args.target} refused {len(refusals)} larger layout(s) on resources; entry budget "

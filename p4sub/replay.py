@@ -224,12 +224,35 @@ def run(args: argparse.Namespace) -> int:
                            "driver_cpu_stages_s": {k: round(v, 3) for k, v in cpu.items()},
                            "load_average": list(os.getloadavg())}
         data["throughput"]["end_to_end_messages_per_s"] = data["messages"] / total if total else 0.0
+        granularity = switch_granularity(Path(args.out))
+        if granularity:
+            data["switch_delivers"] = granularity
         if stage:
             (stage / "summary.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(text_table(data))
+    if data.get("switch_delivers"):
+        print(f"the compiled switch delivers {data['switch_delivers']}")
     if args.report:
         print(f"wrote {Path(args.report) / 'summary.json'} and plots", file=sys.stderr)
     return 0 if result.exact else 1
+
+
+#: What a Tofino program's batch mode delivers, in the report's terms (resources.json ``notes.batch_mode``).
+GRANULARITY = {
+    "split": "messages, one per packet (Tofino batch mode split): the message columns are its deliveries, and each "
+             "delivered message is a packet of its own; the packet columns do not apply",
+    "union": "whole packets (Tofino batch mode union): the packet columns are its deliveries and extra bytes",
+}
+
+
+def switch_granularity(out: Path) -> str | None:
+    """Which of the report's two granularities the program in OUT delivers at, when OUT says (a Tofino
+    output's resources.json); None otherwise."""
+    try:
+        mode = json.loads((out / "resources.json").read_text(encoding="utf-8"))["notes"]["batch_mode"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return GRANULARITY.get(mode)
 
 
 def process_age() -> float:

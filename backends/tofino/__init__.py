@@ -32,6 +32,7 @@ from backends.common.messages import MessageLayout, message_layout
 from backends.common.names import check_key_fields
 from backends.common.state import check_state
 from backends.tofino import batch as _batch
+from backends.tofino import split as _split
 from backends.tofino.bfrt import document
 from backends.tofino.bfrt import dumps as dumps_entries
 from backends.tofino.fold import fold_miss_tables
@@ -176,6 +177,20 @@ def _halved_codes(pipeline: ir.Pipeline) -> dict[str, int]:
     return {t.attribute: max(1, counts[t.name] // 2) for t in pipeline.tables if t.role == "code" and counts[t.name] > 1}
 
 
+def _shared_codes(pipeline: ir.Pipeline, layout: Layout) -> dict[str, int]:
+    """The thresholds every compressed field may keep when the tables' memory is short: the share of the
+    memory the chip has (times :data:`CODE_HEADROOM`), as for the union's copies; empty when the
+    memory adds up (the tables do not pack into the stages: halving is then the answer)."""
+    target = layout.target
+    est = estimate(layout, check=False)
+    share = min(target.tcam_total / max(1, est.tcam_blocks), target.sram_total / max(1, est.sram_blocks))
+    if share >= 1:
+        return {}
+    counts = Counter(e.table for e in pipeline.entries)
+    return {t.attribute: max(1, int(counts[t.name] * share * CODE_HEADROOM))
+            for t in pipeline.tables if t.role == "code" and counts[t.name] > 1}
+
+
 def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rendered:
     if pipeline.spec.pragma_only:
         raise TargetError(f"tofino: {pipeline.spec.path} is a pragma-only spec (only @pragma query_* lines): it has no "
@@ -185,28 +200,69 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
     messages = message_layout(pipeline)
     mode = _batch.choose_mode(messages, options.batch)
     check_state(pipeline, "tofino", batched=mode != "single")
-    if pipeline.default_control and (mode == "union" or pipeline.delivery.is_bitmap
+    if pipeline.default_control and (mode in ("union", "split") or pipeline.delivery.is_bitmap
                                      or options.network_up_ports is not None):
         raise TargetError(f"tofino: --default {default_of(pipeline)} is rendered for one message per packet on a "
                           "lone switch with --delivery groups (the egress of the other programs expects a bridged "
                           "header on every packet); use --default drop, --delivery groups or --batch first")
+    if mode == "union" and options.batch == "auto" and not pipeline.delivery.is_bitmap:
+        return _auto(pipeline, options, folded, messages)
+    return _render(pipeline, options, folded, messages, mode)
+
+
+def _auto(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool, messages: MessageLayout) -> Rendered:
+    """Union when it fits the chip (one pass), else split (one copy of the tables, two passes per message).
+
+    Split is rendered first: it is one copy of the single-message tables, which the union copies once per
+    message (with keep tables bigger than the leaf), so when split does not fit the union does not
+    either and split's refusal is the answer (its thresholds are what the compile coarsens by); and
+    when ``depth`` times split's memory is more than the chip has, the union is not tried (at 100k
+    ITCH filters laying out its keep table alone took minutes and gigabytes).
+    """
+    try:
+        split = _render(pipeline, options, folded, messages, "split")
+    except TargetError:  # split is not rendered for this program (a ResourceError is not caught: see above)
+        return _render(pipeline, options, folded, messages, "union")
+    target, depth = options.target, messages.depth
+    if split.estimate.tcam_blocks * depth > target.tcam_total or split.estimate.sram_blocks * depth > target.sram_total:
+        split.resources["notes"]["union_refused"] = (
+            f"{depth} copies of the tables need at least {split.estimate.tcam_blocks * depth} TCAM and "
+            f"{split.estimate.sram_blocks * depth} SRAM blocks; {target.name} has {target.tcam_total} and "
+            f"{target.sram_total}")
+        return split
+    try:
+        return _render(pipeline, options, folded, messages, "union")
+    except ResourceError as exc:
+        split.resources["notes"]["union_refused"] = str(exc)
+        return split
+
+
+def _render(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool, messages: MessageLayout,
+            mode: str) -> Rendered:
+    """The program of one batch mode, laid out, estimated and rendered (ResourceError when it does not fit)."""
     if pipeline.delivery.is_bitmap:
-        if mode == "union":
-            raise TargetError("tofino: port-bitmap delivery is rendered for one message per packet; "
-                              "compile with --delivery groups (or --batch first)")
+        if mode in ("union", "split"):
+            raise TargetError(f"tofino: port-bitmap delivery is rendered for one message per packet (not batch mode "
+                              f"{mode}); compile with --delivery groups (or --batch first)")
         batched = _batch.bitmap(pipeline, mode)
     elif mode == "union":
         check_slots_fit(pipeline, messages, options)  # before twelve copies are built and laid out
         batched = _batch.replicate(pipeline, messages)
+    elif mode == "split":
+        if options.network_up_ports is not None or options.allow_recirculation:
+            raise TargetError("tofino: batch mode split on a routed switch or with --allow-recirculation (not "
+                              "rendered); use --batch union or first")
+        batched = _split.split(pipeline, messages)
     else:
         batched = _batch.single(pipeline, mode)
     layout = plan(batched.pipeline, options, batched.gress_of)
     try:
         est = estimate(layout)
     except ResourceError as exc:
-        if mode != "union" or exc.codes:
+        if mode not in ("union", "split") or exc.codes:
             raise
-        raise ResourceError(exc.message, codes=_halved_codes(pipeline)) from None
+        codes = _shared_codes(pipeline, layout) if mode == "split" else {}
+        raise ResourceError(exc.message, codes=codes or _halved_codes(pipeline)) from None
     pass_of = {t.name: (t.passes[0] if t.passes else 0) for t in est.tables}
     ready = lane_ready(batched.pipeline, {t.name: (t.first_stage, t.last_stage) for t in est.tables
                                           if t.last_stage >= 0}) if batched.bitmap else []
@@ -214,12 +270,17 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
     stage = network_stage(options.network_up_ports, options.target)
     # bf-p4c names a program after its source file; BF Runtime clients look it up by that name.
     entries = document(layout, batched.groups, Path(PROGRAM_FILE).stem)
+    if batched.split_groups:
+        nodes, mgids = _split.pre_records(batched.split_groups, options.target)
+        pre = entries["pre"]
+        entries["pre"] = [r for r in pre if r["table_name"] == "$pre.node"] + nodes + \
+            [r for r in pre if r["table_name"] != "$pre.node"] + mgids
     resources = est.to_json()
     resources["notes"] = {
         "miss_tables_folded": folded,
         "batch_mode": mode,
         "message_stack": messages.stack,
-        "messages_per_packet": messages.depth if mode == "union" else 1,
+        "messages_per_packet": messages.depth if mode in ("union", "split") else 1,
         "parser_stops_at": list(program.stopped_states),
         "recirculates": program.recirculates,
         "bridged_bits": program.bridged_bits,
@@ -231,6 +292,17 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
         "encodings": {t.name: {k.field: k.encoding for k in t.keys if k.encoding != "native"}
                       for t in layout.tables if any(k.encoding != "native" for k in t.keys)},
     }
+    if mode == "split":
+        resources["batch"] = _split.cost(pipeline.spec, messages, options.target)
+        # The PRE holds the split groups too (one node per copy).
+        resources["multicast_groups"] += len(batched.split_groups)
+        resources["pre_nodes"] += sum(1 for r in entries["pre"] if r["table_name"] == "$pre.node"
+                                      and r["key"]["$MULTICAST_NODE_ID"]["value"] >= _split.SPLIT_NODE)
+        resources["multicast_percent"] = round(100.0 * resources["multicast_groups"]
+                                               / options.target.multicast_groups, 2)
+    elif mode == "union":
+        resources["batch"] = {"mode": "union", "passes_per_message": 1, "max_recirculated_copies_per_packet": 0,
+                              "copies_of_the_tables": messages.depth}
     return Rendered(program, layout, batched, est, entries, resources)
 
 

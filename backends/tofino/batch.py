@@ -27,12 +27,14 @@ ITCH's twelve messages leave no room for them (bf-p4c: "PHV allocation was not s
 packet none of whose messages is subscribed is still replicated to the subscribed ports and dropped
 in each egress: no port gets it, but the traffic manager copies it.
 
-Not done: removing, per port, the messages it did not subscribe to (BMv2's ``prune``). The egress
-would have to parse the messages to remove them, and Tofino 1's egress parser reaches at most 160
-bytes into a packet (p4c ``specs/parde_spec.h``, ``maxParseDepth(EGRESS)``): the Ethernet, IPv4,
+Union mode does not remove, per port, the messages it did not subscribe to (BMv2's ``prune``). The
+egress would have to parse the messages to remove them, and Tofino 1's egress parser reaches at most
+160 bytes into a packet (p4c ``specs/parde_spec.h``, ``maxParseDepth(EGRESS)``): the Ethernet, IPv4,
 UDP and MoldUDP64 headers take 62 bytes and each Add Order block 38, so at most two messages could
 be pruned. Ports get the packet's other messages too (message-level false positives, which the
-replay counts as such).
+replay counts as such). Split mode (:mod:`backends.tofino.split`) delivers each message alone instead,
+with one copy of the tables, at the cost of a recirculated copy per message; ``auto`` takes it when
+the union does not fit.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from compiler.base import TargetError
 
 UNION_GROUP = 0xFFFF
 EGRESS_PORT_KEY = "eg_intr_md.egress_port"
-BATCH_MODES = ("auto", "single", "first", "union")
+BATCH_MODES = ("auto", "single", "first", "union", "split")
 
 
 @dataclass(frozen=True)
@@ -67,10 +69,13 @@ class Batched:
     bitmap: ir.Delivery | None = None
     # Union: slot i's validity, set to 1 by the ingress parser where it extracts element i.
     valid_fields: tuple[str, ...] = ()
+    # Split: the pass-1 groups (one copy per message to the recirculation port; backends.tofino.split).
+    split_groups: tuple[ir.MulticastGroup, ...] = ()
 
 
 def choose_mode(layout: MessageLayout, requested: str) -> str:
-    """``single`` for scalar query headers; for a stack ``union`` (``auto``) or ``first`` on request."""
+    """``single`` for scalar query headers; for a stack ``union`` (``auto``: the backend falls back to
+    ``split`` when the union does not fit), ``first`` or ``split`` on request."""
     if requested not in BATCH_MODES:
         raise TargetError(f"tofino: unknown batch mode {requested!r} (one of {', '.join(BATCH_MODES)})")
     if layout.stack is None:
@@ -82,6 +87,8 @@ def choose_mode(layout: MessageLayout, requested: str) -> str:
         raise TargetError(f"tofino: the tables query header stack {layout.stack}; use batch mode first or union")
     if layout.depth == 1 or requested == "first":
         return "first"
+    if requested == "split":
+        return "split"
     return "union"
 
 

@@ -150,7 +150,7 @@ def check_include(pipeline: ir.Pipeline, options: IncludeOptions) -> str:
         return "first"
     raise TargetError(f"tofino include mode evaluates one message per packet, and the tables query header stack "
                       f"{layout.stack}[{layout.depth}]: compile with --batch first (element 0 only), or use a whole "
-                      "program (--emit program), which evaluates every message side by side (--batch union)")
+                      "program (--emit program), which evaluates every message (--batch union, split or auto)")
 
 
 def _key_expression(pipeline: ir.Pipeline, target: Target):

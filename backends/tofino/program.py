@@ -51,6 +51,7 @@ from backends.tofino.network import (
     ingress_decls,
     network_stage,
 )
+from backends.tofino import split as split_mode
 from backends.tofino.op_tree import timed_tree
 from backends.tofino.stack_parse import first_only, fix_stack_indices
 from backends.tofino.state import render_state
@@ -147,6 +148,13 @@ def _key_expression(table: TableLayout, batched: Batched, spec: Spec, target: Ta
     def expr(key: ir.Key) -> str:
         if key.field == EGRESS_PORT_KEY:
             return f"{target.egress_md}.{target.egress_port_field}"
+        if batched.mode == "split":
+            if key.field == split_mode.RID_FIELD:
+                return f"hdr.{split_mode.HEADER}.rid"
+            if not is_meta(key.field) and key.field not in intrinsic:
+                inst = spec.header(split_field(key.field)[0])
+                if inst is not None and inst.stack_size:  # pass 2 matches the picked message's copy
+                    return field_expression(split_mode.copy_field(key.field))
         if is_meta(key.field):
             if table.gress == "egress":
                 return f"hdr.{BRIDGE}.{meta_member(key.field)}"
@@ -182,6 +190,13 @@ def table_text(t: TableLayout, layout: Layout, key_expression: Callable[[ir.Key]
 
 
 
+def _scalar_guard(pipeline: ir.Pipeline) -> str:
+    """The guard without the stacks (split's first pass: the copies table asks which elements are there)."""
+    parts = [f"hdr.{h}.isValid()" for h in pipeline.guard_headers()
+             if pipeline.spec.header(h) is not None and not pipeline.spec.header(h).stack_size]
+    return " && ".join(parts) if parts else "true"
+
+
 def _apply_lines(pipeline: ir.Pipeline, names: list[str]) -> list[str]:
     return apply_statements(pipeline, order=tuple(names))
 
@@ -200,6 +215,7 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     spec, from_back = fix_stack_indices(spec)
     tna = facts(target)
     union = batched.mode == "union"
+    split = batched.mode == "split"
     keep = set(batched.keep_fields)
     ingress_tables = [t for t in layout.tables if t.gress == "ingress"]
     egress_tables = [t for t in layout.tables if t.gress == "egress"]
@@ -222,7 +238,7 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     if recirc and pipeline.updates:
         unsupported(target.name, "a pipeline that needs two passes and keeps counters (the second pass would "
                                  "count the packet again); more lanes or fewer fields make it shorter")
-    if recirc and union:
+    if recirc and (union or split):
         unsupported(target.name, "a pipeline that needs two passes and evaluates several messages per packet")
     if recirc and batched.bitmap is not None:
         unsupported(target.name, "a pipeline that needs two passes with port-bitmap delivery (more lanes make the "
@@ -254,6 +270,18 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
         extra_types.append(_header_decl(f"{RECIRC}_h", recirc_members))
         ingress_members.append(Member(f"{RECIRC}_h", RECIRC))
         emits.append(f"pkt.emit(hdr.{RECIRC});")
+    split_fix = None
+    if split:
+        # The copy's replication id, which the pass-1 egress puts in front of the packet (split.py).
+        extra_types.append(_header_decl(f"{split_mode.HEADER}_h", [Member(bits(16), "rid")]))
+        ingress_members.append(Member(f"{split_mode.HEADER}_h", split_mode.HEADER))
+        egress_members.append(Member(f"{split_mode.HEADER}_h", split_mode.HEADER))
+        from backends.common.messages import message_layout
+        messages = message_layout(pipeline)
+        split_fix = split_mode.fix_of(spec, messages)
+        stacked = split_mode.stacked_fields(messages)
+        for e in range(depth):
+            action_text[split_mode.pick_action(e)] = split_mode.pick_text(e, messages, split_fix, stacked)
     ingress_members += [header_member(h) for h in spec.headers]
     emits += emit_statements(spec, packet="pkt", descending=from_back)
 
@@ -267,7 +295,8 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
     if union:
         slot_blocks = [_apply_lines(pipeline, slots[i]) for i in range(depth)]
     else:
-        names = [n for _, n in batched.ingress_control]
+        names = [n for _, n in batched.ingress_control
+                 if n not in (split_mode.PICK_TABLE, split_mode.COPIES_TABLE)]
         slot_blocks = []
     pass_lines: list[list[str]] = []
     if not union:
@@ -279,8 +308,13 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
             pass_lines = [_apply_lines(pipeline, names)]
 
     states = [s for s in parser_states(spec, packet="pkt") if not s.startswith("state start {")]
-    if union:
+    if union or split:
         states = _mark_extracts(states, message_stack, batched.valid_fields, target.name)
+    checksum_line = ""
+    if split and split_fix.ipv4 is not None:
+        c = split_fix.ipv4
+        checksum_line = (f"hdr.{c.header}.{c.checksum} = p4sub_ipv4_checksum.update({{"
+                         + ", ".join(f"hdr.{c.header}.{f}" for f, _ in c.fields) + "});")
     context = dict(
         name=pipeline.name, spec_path=pipeline.spec.path, target=target, mode=batched.mode, depth=depth,
         stack=message_stack, stopped=stopped, include=target.include,
@@ -322,6 +356,9 @@ def render(layout: Layout, batched: Batched, message_stack: str | None, depth: i
                              bitmap_ready or [0] * len(batched.bitmap.fields))[0] if batched.bitmap else [],
         bitmap_group=literal(batched.bitmap.group, target.group_width) if batched.bitmap else "",
         no_ports_table=NO_PORTS_TABLE, port_bit_table=PORT_BIT_TABLE,
+        split=split, split_header=split_mode.HEADER, split_rid=literal(split_mode.SPLIT_RID, target.rid_width),
+        split_guard=_scalar_guard(pipeline), pick_table=split_mode.PICK_TABLE, copies_table=split_mode.COPIES_TABLE,
+        checksum_line=checksum_line,
     )
     text = render_template(__file__, "program.p4.j2", **context)
     bridged_bits = sum(int(m.type[4:-1]) for m in _padded(bridge_fields)) if bridge_fields else 0

@@ -1,8 +1,9 @@
 """Batched ITCH on Tofino: the workload a user generates compiles to a program that fits.
 
-Twelve messages per packet means twelve copies of the tables. With a threshold per filter the copies
-of the price code table need more TCAM than the chip has; the backend says so before building them,
-with how many thresholds would fit, and the compile keeps that many (compiler/coarsen.py).
+Twelve messages per packet means twelve copies of the tables (``--batch union``). With a threshold per
+filter the copies of the price code table need more TCAM than the chip has; the backend says so before
+building them, with how many thresholds would fit, and the compile keeps that many (compiler/coarsen.py).
+``--batch auto`` takes split mode instead (one copy of the tables, a recirculated copy per message).
 """
 
 from __future__ import annotations
@@ -45,10 +46,10 @@ def test_too_many_copies_are_refused_before_they_are_built_with_the_thresholds_t
 
 def test_the_compile_keeps_fewer_thresholds_and_fits(rules_2k: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert main(["compile", str(ITCH), str(rules_2k), "--target", "tofino", "-o", str(out)]) == 0
+    assert main(["compile", str(ITCH), str(rules_2k), "--target", "tofino", "--batch", "union", "-o", str(out)]) == 0
     stats = json.loads((out / "stats.json").read_text())
     res = json.loads((out / "resources.json").read_text())
-    assert res["notes"]["messages_per_packet"] == 12
+    assert res["notes"]["messages_per_packet"] == 12 and res["notes"]["batch_mode"] == "union"
     assert res["tcam_blocks"] <= res["tcam_blocks_available"] and res["sram_blocks"] <= res["sram_blocks_available"]
     assert res["stages"] <= 12
     (cut,) = stats["coarsened"]
@@ -60,5 +61,17 @@ def test_the_compile_keeps_fewer_thresholds_and_fits(rules_2k: Path, tmp_path: P
 
 
 def test_exact_refuses_instead_of_coarsening(rules_2k: Path, tmp_path: Path, capsys) -> None:
-    assert main(["compile", str(ITCH), str(rules_2k), "--target", "tofino", "--exact", "-o", str(tmp_path / "o")]) == 2
+    assert main(["compile", str(ITCH), str(rules_2k), "--target", "tofino", "--batch", "union", "--exact", "-o",
+                 str(tmp_path / "o")]) == 2
     assert "12 messages per packet need" in capsys.readouterr().err
+
+
+def test_auto_takes_split_mode_when_the_union_does_not_fit_and_stays_exact(rules_2k: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert main(["compile", str(ITCH), str(rules_2k), "--target", "tofino", "-o", str(out)]) == 0
+    stats = json.loads((out / "stats.json").read_text())
+    res = json.loads((out / "resources.json").read_text())
+    assert res["notes"]["batch_mode"] == "split" and res["notes"]["union_refused"]
+    assert stats["exact"] is True and "coarsened" not in stats
+    assert stats["batch"]["passes_per_message"] == 2
+    assert res["tcam_blocks"] <= res["tcam_blocks_available"] and res["stages"] <= 12
