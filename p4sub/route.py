@@ -119,7 +119,7 @@ def switch_options(args: argparse.Namespace, options: CompileOptions, spec, targ
     delivery = args.switch_delivery or default_switch_delivery(spec)
     options = replace(options, delivery=delivery, lanes=lanes_arg(args.lanes), max_lanes=args.max_lanes,
                       lane_partition=args.lane_partition, budget=parse_budget(args.budget), exact=args.exact)
-    return target_compile_options(target, spec, options, budget_items(args.budget)) if target else options
+    return target_compile_options(target, spec, options, budget_items(args.budget), routed=True) if target else options
 
 
 def run(args: argparse.Namespace) -> int:

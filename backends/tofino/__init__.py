@@ -55,6 +55,11 @@ __all__ = ["emit", "emit_control", "build", "check_slots_fit", "compile_options"
            "options_from_args", "TofinoOptions", "IncludeOptions", "Rendered", "TOFINO1", "Target",
            "bf_p4c", "bfrt_check", "hitless", "install", "stack_program", "target", "vt_program"]
 
+#: Packets of several messages render with port bitmaps in batch mode split (pass 2 evaluates one
+#: message, as the single program does): compile's ``auto`` may choose bitmaps for a header stack
+#: when groups do not fit (backends.target_compile_options); routed switches keep groups.
+STACK_BITMAPS = True
+
 PROGRAM_FILE = "program.p4"
 ENTRIES_FILE = "entries.bfrt.json"
 RESOURCES_FILE = "resources.json"
@@ -205,7 +210,9 @@ def _build(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool) -> Rende
         raise TargetError(f"tofino: --default {default_of(pipeline)} is rendered for one message per packet on a "
                           "lone switch with --delivery groups (the egress of the other programs expects a bridged "
                           "header on every packet); use --default drop, --delivery groups or --batch first")
-    if mode == "union" and options.batch == "auto" and not pipeline.delivery.is_bitmap:
+    if mode == "union" and options.batch == "auto":
+        if pipeline.delivery.is_bitmap:  # the union renders groups only: a bitmap per message is split's
+            return _render(pipeline, options, folded, messages, "split")
         return _auto(pipeline, options, folded, messages)
     return _render(pipeline, options, folded, messages, mode)
 
@@ -240,18 +247,21 @@ def _auto(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool, messages:
 def _render(pipeline: ir.Pipeline, options: TofinoOptions, folded: bool, messages: MessageLayout,
             mode: str) -> Rendered:
     """The program of one batch mode, laid out, estimated and rendered (ResourceError when it does not fit)."""
-    if pipeline.delivery.is_bitmap:
-        if mode in ("union", "split"):
-            raise TargetError(f"tofino: port-bitmap delivery is rendered for one message per packet (not batch mode "
-                              f"{mode}); compile with --delivery groups (or --batch first)")
+    if pipeline.delivery.is_bitmap and mode == "union":
+        raise TargetError("tofino: port-bitmap delivery is rendered for one message per packet or batch mode split "
+                          "(not union); compile with --delivery groups, or --batch split or first")
+    if mode == "split" and (options.network_up_ports is not None or options.allow_recirculation):
+        raise TargetError("tofino: batch mode split on a routed switch or with --allow-recirculation (not "
+                          "rendered); use --batch union or first")
+    if pipeline.delivery.is_bitmap and mode == "split":
+        # Pass 2 evaluates one message: the single program's bitmap delivery, after the pick.
+        batched = _batch.with_bitmap(_split.split(_batch.bitmap_pipeline(pipeline), messages))
+    elif pipeline.delivery.is_bitmap:
         batched = _batch.bitmap(pipeline, mode)
     elif mode == "union":
         check_slots_fit(pipeline, messages, options)  # before twelve copies are built and laid out
         batched = _batch.replicate(pipeline, messages)
     elif mode == "split":
-        if options.network_up_ports is not None or options.allow_recirculation:
-            raise TargetError("tofino: batch mode split on a routed switch or with --allow-recirculation (not "
-                              "rendered); use --batch union or first")
         batched = _split.split(pipeline, messages)
     else:
         batched = _batch.single(pipeline, mode)

@@ -120,10 +120,20 @@ def bitmap(pipeline: ir.Pipeline, mode: str) -> Batched:
     (per-port pruning in the egress, as Elmo does). Tables, not conditions: a Tofino condition reads
     at most 4 bytes and 12 bits, and a bitmap of 198 ports is 25 bytes.
     """
+    return with_bitmap(single(bitmap_pipeline(pipeline), mode))
+
+
+def bitmap_pipeline(pipeline: ir.Pipeline) -> ir.Pipeline:
+    """The pipeline with its bitmap fields in whole PHV containers (refused past 9 x 64 ports)."""
     if pipeline.delivery.ports and pipeline.delivery.width > 9 * 64:
         raise TargetError(f"tofino: a port bitmap of {pipeline.delivery.width} bits")
-    pipeline = _whole_containers(pipeline)
-    base = single(pipeline, mode)
+    return _whole_containers(pipeline)
+
+
+def with_bitmap(base: Batched) -> Batched:
+    """``base`` (one message's tables: ``single``, or split mode's pass 2) with port-bitmap delivery's
+    tables added: ``p4sub_no_ports`` in the ingress, ``p4sub_port_bit`` in the egress, the bitmap bridged."""
+    pipeline = base.pipeline
     d = pipeline.delivery
     width = container_width(d.width)
     bitmap_key = ir.Key(d.fields[0], width, "ternary")

@@ -284,32 +284,38 @@ def test_each_widening_step_only_drops_constraints_from_the_step_before(rules):
         before = after
 
 
-def test_a_stack_spec_keeps_groups_under_auto_while_they_fit_and_bmv2_takes_bitmaps_when_they_do_not(tmp_path, capsys):
-    """Issue 26 item 2: BMv2 renders port bitmaps for packets of several messages, so ``auto`` turns
-    to them when the groups layout does not fit (here a budget of 10 groups for 54); Tofino's union
-    program does not render them: it keeps groups (and says what they miss) and refuses an explicit
-    bitmap. The bitmap compile is proved exact against the rules."""
+def test_a_stack_spec_keeps_groups_under_auto_while_they_fit_and_takes_bitmaps_when_they_do_not(tmp_path, capsys):
+    """Issue 26 item 2: BMv2 (batched prune) and Tofino (batch mode split) render port bitmaps for
+    packets of several messages, so ``auto`` turns to them when the groups layout does not fit (here a
+    budget of 10 groups for 54); Tofino's union program does not render them. The bitmap compile is
+    proved exact against the rules."""
+    import json
     from pathlib import Path
 
+    from compiler.rules import read_rules
+    from compiler.rules.typecheck import check_rules
+    from compiler.spec import read_spec
     from p4sub import main
 
     root = Path(__file__).resolve().parents[2]
     spec, rules = str(root / "apps/itch/itch.p4"), str(root / "apps/itch/rules.sub")
+    typed = check_rules(read_rules(rules), read_spec(spec))
     for target in ("none", "bmv2", "tofino"):
         assert main(["compile", spec, rules, "--target", target, "-o", str(tmp_path / f"auto-{target}")]) == 0
         assert ir.load(tmp_path / f"auto-{target}").delivery.kind == "groups"
+    for target in ("bmv2", "tofino"):
+        capsys.readouterr()
+        out = tmp_path / f"b-{target}"
+        assert main(["compile", spec, rules, "--target", target, "--budget", "groups=10", "-o", str(out)]) == 0
+        pipeline = ir.load(out)
+        assert pipeline.delivery.is_bitmap and len(pipeline.multicast_groups) == 1
+        assert "groups: " in capsys.readouterr().out  # the groups candidate's miss, in the layout notes
+        assert verify(pipeline, typed).equivalent
+    resources = json.loads((tmp_path / "b-tofino" / "resources.json").read_text())
+    assert resources["notes"]["batch_mode"] == "split"
     capsys.readouterr()
-    assert main(["compile", spec, rules, "--target", "bmv2", "--budget", "groups=10", "-o", str(tmp_path / "b")]) == 0
-    pipeline = ir.load(tmp_path / "b")
-    assert pipeline.delivery.is_bitmap and len(pipeline.multicast_groups) == 1
-    assert "groups: " in capsys.readouterr().out  # the groups candidate's miss, in the layout notes
-    from compiler.rules import read_rules
-    from compiler.rules.typecheck import check_rules
-    from compiler.spec import read_spec
-
-    assert verify(pipeline, check_rules(read_rules(rules), read_spec(spec))).equivalent
-    assert main(["compile", spec, rules, "--target", "bmv2", "--delivery", "bitmap", "-o", str(tmp_path / "bb")]) == 0
-    capsys.readouterr()
-    assert main(["compile", spec, rules, "--target", "tofino", "--delivery", "bitmap", "-o", str(tmp_path / "t")]) == 2
+    assert main(["compile", spec, rules, "--target", "tofino", "--delivery", "bitmap", "--batch", "union",
+                 "-o", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err
-    assert "port-bitmap delivery is rendered for one message per packet" in err and "--delivery groups" in err
+    assert "port-bitmap delivery is rendered for one message per packet or batch mode split" in err
+    assert not (tmp_path / "t").exists()

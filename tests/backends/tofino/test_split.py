@@ -203,3 +203,45 @@ def test_bf_p4c_accepts_a_split_program(tmp_path):
     assert main(["build", str(out)]) == 0
     res = json.loads((out / "resources.json").read_text())
     assert res["stages"] <= 12
+
+
+@pytest.fixture(scope="module")
+def split_bitmap_itch():
+    return build(itch_pipeline(delivery="bitmap", lanes=3), TofinoOptions(batch="split"))
+
+
+def test_port_bitmaps_ride_split_mode_pass_two_only(split_bitmap_itch):
+    """Issue 26 item 2 on Tofino: pass 2 evaluates one message, so the single program's bitmap
+    delivery follows the pick (lanes ORed, p4sub_no_ports, the delivery group, the bitmap bridged);
+    pass 1's copies carry an empty bitmap, and the egress checks port bits only on copies that are not
+    on their way round the recirculation port."""
+    text = split_bitmap_itch.program.text
+    ingress = control_body(text, "SwitchIngress")
+    pick = ingress.index("p4sub_split_pick.apply();")
+    assert pick < ingress.index("p4sub_no_ports.apply()") < ingress.index("p4sub_split_copies.apply();")
+    assert not re.search(r"leaf_actions", ingress)  # bitmap delivery: no leaf table
+    egress = control_body(text, "SwitchEgress")
+    assert re.search(r"isValid\(\) && eg_intr_md\.egress_rid < 16w0xf000\)|isValid\(\) && eg_intr_md\.egress_rid < "
+                     r"16w61440\)", egress), egress
+    assert "p4sub_port_bit.apply()" in egress
+    assert split_bitmap_itch.resources["notes"]["batch_mode"] == "split"
+    assert len([g for g in split_bitmap_itch.batched.groups]) == 1  # the delivery group; the split groups apart
+
+
+def test_union_refuses_port_bitmaps_and_auto_takes_split_for_them():
+    with pytest.raises(Exception, match="batch mode split"):
+        build(itch_pipeline(delivery="bitmap"), TofinoOptions(batch="union"))
+    assert build(itch_pipeline(delivery="bitmap"), TofinoOptions()).resources["notes"]["batch_mode"] == "split"
+
+
+@pytest.mark.tofino
+@pytest.mark.skipif(shutil.which("bf-p4c") is None, reason="bf-p4c is not on PATH (p4c built with -DENABLE_TOFINO=ON)")
+def test_bf_p4c_accepts_a_split_program_with_port_bitmaps(tmp_path):
+    out = tmp_path / "out"
+    rules = tmp_path / "r.sub"
+    rules.write_text(ITCH_RULES)
+    assert main(["compile", str(ITCH_SPEC), str(rules), "--target", "tofino", "--delivery", "bitmap",
+                 "-o", str(out)]) == 0
+    assert main(["build", str(out)]) == 0
+    res = json.loads((out / "resources.json").read_text())
+    assert res["stages"] <= 12 and res["notes"]["batch_mode"] == "split"
