@@ -37,9 +37,8 @@ COMMANDS = "commands.txt"
 INFO = "bmv2.json"
 
 
-def render(pipeline: ir.Pipeline, options: Bmv2Options | None = None) -> dict[str, str]:
-    """Every file ``emit`` writes, as {name: text}, without writing anything."""
-    program: Bmv2Program = build_program(pipeline, options or Bmv2Options())
+def render_info(program: Bmv2Program) -> str:
+    """``bmv2.json``: what the install and test tools need to know about the rendering."""
     info = {
         "target": V1MODEL.name,
         "architecture": V1MODEL.architecture,
@@ -50,12 +49,27 @@ def render(pipeline: ir.Pipeline, options: Bmv2Options | None = None) -> dict[st
         "union_group": UNION_GROUP if program.union_group else None,
         "extra_tables": [t.name for t in program.extra_tables],
     }
+    return json.dumps(info, indent=2) + "\n"
+
+
+def render(pipeline: ir.Pipeline, options: Bmv2Options | None = None) -> dict[str, str]:
+    """Every file ``emit`` writes, as {name: text}, without writing anything."""
+    program: Bmv2Program = build_program(pipeline, options or Bmv2Options())
     return {
         PROGRAM: program.text,
         ENTRIES: one_update_per_line(write_request(pipeline, program)),
         COMMANDS: "\n".join(commands(pipeline, program)) + "\n",
-        INFO: json.dumps(info, indent=2) + "\n",
+        INFO: render_info(program),
     }
+
+
+def emit_update(old_out: str | Path, old: ir.Pipeline, new: ir.Pipeline, delta, out_dir: str | Path,
+                options: Bmv2Options | None = None) -> bool:
+    """``emit`` for an update that keeps the program: the old output's lines of the unchanged entities
+    reused (:mod:`backends.bmv2.reuse`); False (nothing written) when they cannot be vouched for."""
+    from backends.bmv2.reuse import emit_update as reuse
+
+    return reuse(Path(old_out), old, new, delta, Path(out_dir), options)
 
 
 def emit(pipeline: ir.Pipeline, out_dir: str | Path, options: Bmv2Options | None = None) -> list[Path]:

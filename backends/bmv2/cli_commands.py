@@ -59,19 +59,26 @@ def table_add(entry: ir.Entry, table: ir.Table, control: str, cli_priority: int 
     return line
 
 
-def multicast_commands(groups: tuple[ir.MulticastGroup, ...]) -> list[str]:
+def multicast_commands(groups: tuple[ir.MulticastGroup, ...],
+                       node_lines: dict[tuple[int, ...], str] | None = None) -> list[str]:
+    """Three commands a group; ``node_lines``: ``mc_node_create`` lines already rendered, by ports."""
     out = []
+    known = node_lines or {}
     for handle, g in enumerate(groups):
         out.append(f"mc_mgrp_create {g.id}")
-        out.append(f"mc_node_create {REPLICA_INSTANCE} {' '.join(str(p) for p in sorted(set(g.ports)))}".rstrip())
+        node = known.get(tuple(g.ports))
+        out.append(node if node is not None else
+                   f"mc_node_create {REPLICA_INSTANCE} {' '.join(str(p) for p in sorted(set(g.ports)))}".rstrip())
         out.append(f"mc_node_associate {g.id} {handle}")
     return out
 
 
-def commands(pipeline: ir.Pipeline, program: Bmv2Program, control: str = V1MODEL.ingress_control) -> list[str]:
+def commands(pipeline: ir.Pipeline, program: Bmv2Program, control: str = V1MODEL.ingress_control,
+             node_lines: dict[tuple[int, ...], str] | None = None) -> list[str]:
     """Every command, multicast groups first. ``control`` prefixes the IR's table and action names:
-    ``MyIngress``, or in include mode the control instance's path (``MyIngress.p4sub``)."""
-    out = multicast_commands(program.multicast_groups(pipeline))
+    ``MyIngress``, or in include mode the control instance's path (``MyIngress.p4sub``). ``node_lines``:
+    see :func:`multicast_commands` (an update reuses the old output's)."""
+    out = multicast_commands(program.multicast_groups(pipeline), node_lines)
     for t in pipeline.tables:
         if t.default_action != NO_ACTION:
             args = " ".join(number(a) for a in t.default_args)
