@@ -100,8 +100,14 @@ def check_base(old_out: Path):
 def keep_session(spec, compiled, options: CompileOptions, rules, stage: Path) -> None:
     """``compile --session``: the incremental session of this compile, kept as ``session.pickle``
     (:mod:`compiler.incremental.cache`) for later updates. Call after pipeline.json and the rules' copy
-    are in ``stage``."""
-    save_session(Incremental.from_compiled(spec, compiled, options), stage, rules)
+    are in ``stage``. The session's pipeline must be the compile's, entries and groups in the same order
+    (an update reuses the lines of the old files by position): else no session is kept, with a note."""
+    inc = Incremental.from_compiled(spec, compiled, options)
+    mine, theirs = inc.pipeline(), compiled.pipeline
+    if mine.entries != theirs.entries or mine.multicast_groups != theirs.multicast_groups:
+        print("note: --session: the session reads this pipeline back in another order; none kept", file=sys.stderr)
+        return
+    save_session(inc, stage, rules)
 
 
 def save_session(inc: Incremental, stage: Path, rules=None) -> None:

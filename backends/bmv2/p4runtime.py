@@ -142,10 +142,13 @@ def entry_entity(e: ir.Entry, tables: dict[str, ir.Table], actions: dict[str, ir
 
 def extra_entities(program: Bmv2Program) -> list[dict[str, Any]]:
     """The entries of the tables the program adds to the IR's (the ports table, the port bits)."""
-    extra_tables = {t.name: t for t in program.extra_tables}
-    extra_actions = {a.name: a for a in program.extra_actions}
-    return [{"table_entry": table_entry(e, extra_tables[e.table], extra_actions[e.action],
-                                        program.control_of(extra_tables[e.table]))} for e in program.extra_entries]
+    return [extra_entity(program, e) for e in program.extra_entries]
+
+
+def extra_entity(program: Bmv2Program, e: ir.Entry) -> dict[str, Any]:
+    table = next(t for t in program.extra_tables if t.name == e.table)
+    action = next(a for a in program.extra_actions if a.name == e.action)
+    return {"table_entry": table_entry(e, table, action, program.control_of(table))}
 
 
 def write_request(pipeline: ir.Pipeline, program: Bmv2Program, control: str = V1MODEL.ingress_control) -> dict[str, Any]:

@@ -85,6 +85,26 @@ def port_bitmap(ports) -> int:
     return sum(1 << p for p in set(ports))
 
 
+def port_bitmaps(groups) -> list[int]:
+    """:func:`port_bitmap` of every group's ports at once (20,000 groups of 100 ports: a bit set per
+    port in Python took seconds; here numpy packs them)."""
+    from itertools import chain
+
+    import numpy as np
+
+    ports = [g.ports for g in groups]
+    lengths = np.fromiter(map(len, ports), np.int64, len(ports))
+    flat = np.fromiter(chain.from_iterable(ports), np.int64, int(lengths.sum()))
+    if not flat.size:
+        return [0] * len(groups)
+    if flat.min() < 0:
+        return [port_bitmap(g.ports) for g in groups]
+    bits = np.zeros((len(groups), (int(flat.max()) // 8 + 1) * 8), dtype=bool)
+    bits[np.repeat(np.arange(len(groups)), lengths), flat] = True
+    packed = np.packbits(bits, axis=1, bitorder="little")
+    return [int.from_bytes(row.tobytes(), "little") for row in packed]
+
+
 @dataclass(frozen=True)
 class Bmv2Options:
     """How to render. ``table_sizes`` overrides the IR's sizes by table name (also ``p4sub_group_ports``)."""
@@ -288,8 +308,8 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         sizes[PORTS_TABLE] = size
         extra_tables.append(table)
         extra_actions.append(action)
-        extra_entries += [ir.Entry(PORTS_TABLE, (ir.Exact(g.id),), PORTS_ACTION, (port_bitmap(g.ports),))
-                          for g in groups]
+        extra_entries += [ir.Entry(PORTS_TABLE, (ir.Exact(g.id),), PORTS_ACTION, (bitmap,))
+                          for g, bitmap in zip(groups, port_bitmaps(groups))]
 
     if bitmap:
         width = pipeline.delivery.width

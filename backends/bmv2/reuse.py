@@ -21,16 +21,14 @@ import os
 from pathlib import Path
 
 from backends.bmv2 import COMMANDS, ENTRIES, INFO, PROGRAM, render_info
-from backends.bmv2.cli_commands import commands
-from backends.bmv2.p4runtime import (FORMAT, entry_entity, extra_entities, multicast_group_entry,
-                                     one_update_per_line_text)
+from backends.bmv2.cli_commands import commands, table_lines
+from backends.bmv2.p4runtime import FORMAT, entry_entity, extra_entity, multicast_group_entry, one_update_per_line_text
 from backends.bmv2.program import Bmv2Options, build_program
 from backends.bmv2.target import V1MODEL
 from compiler import ir
 from compiler.base import find_listed
 
 _SEP = (",", ":")
-_GROUP = '{"type":"INSERT","entity":{"packet_replication_engine_entry"'
 
 
 def emit_update(old_out: Path, old: ir.Pipeline, new: ir.Pipeline, delta, stage: Path,
@@ -46,43 +44,59 @@ def emit_update(old_out: Path, old: ir.Pipeline, new: ir.Pipeline, delta, stage:
         return False
     options = options or Bmv2Options()
     program = build_program(new, options)
+    old_program = build_program(old, options)
     control = V1MODEL.ingress_control
     updates = _old_updates(old_out / ENTRIES)
-    if updates is None:
-        return False
-    n_groups, n_entries = len(old.multicast_groups), len(old.entries)
-    first_entry = n_groups + (1 if n_groups < len(updates) and updates[n_groups].startswith(_GROUP) else 0)
-    if len(updates) < first_entry + n_entries:
+    old_groups, old_extras = old_program.multicast_groups(old), old_program.extra_entries
+    if updates is None or len(updates) != len(old_groups) + len(old.entries) + len(old_extras):
         return False
     tables = {t.name: t for t in new.tables}  # the old program's: the caller checked same_program
     actions = {a.name: a for a in new.actions}
 
     def entry_text(e: ir.Entry) -> str:
-        return json.dumps({"type": "INSERT", "entity": entry_entity(e, tables, actions, control)}, separators=_SEP)
+        return _line(entry_entity(e, tables, actions, control))
 
     def group_text(g: ir.MulticastGroup) -> str:
-        return json.dumps({"type": "INSERT", "entity": {"packet_replication_engine_entry":
-                                                        multicast_group_entry(g)}}, separators=_SEP)
+        return _line({"packet_replication_engine_entry": multicast_group_entry(g)})
 
+    def extra_text(e: ir.Entry) -> str:
+        return _line(extra_entity(program, e))
+
+    n_groups, n_entries = len(old_groups), len(old.entries)
+    kinds = ((old_groups, 0, group_text), (old.entries, n_groups, entry_text),
+             (old_extras, n_groups + n_entries, extra_text))
     # A sample of the old lines must be what the old pipeline renders to: else the layout is not the one assumed.
-    for i in {0, n_groups // 2, n_groups - 1} if n_groups else ():
-        if updates[i] != group_text(old.multicast_groups[i]):
-            return False
-    for i in {0, n_entries // 2, n_entries - 1} if n_entries else ():
-        if updates[first_entry + i] != entry_text(old.entries[i]):
-            return False
-    old_group = dict(zip(old.multicast_groups, updates[:n_groups]))
-    old_entry = dict(zip(old.entries, updates[first_entry:first_entry + n_entries]))
-    lines = [old_group.get(g) or group_text(g) for g in program.multicast_groups(new)]
-    lines += [old_entry.get(e) or entry_text(e) for e in new.entries]
-    lines += [json.dumps({"type": "INSERT", "entity": ent}, separators=_SEP) for ent in extra_entities(program)]
+    for items, at, text in kinds:
+        for i in {0, len(items) // 2, len(items) - 1} if items else ():
+            if updates[at + i] != text(items[i]):
+                return False
+    # Entries by identity: the session hands the unchanged ones over as the very objects (hashing 40,000
+    # entries by value cost more than rendering them); groups by id and ports, the program's entries by value.
+    by_id = dict(zip(map(id, old.entries), updates[n_groups:n_groups + n_entries]))
+    groups = {g.id: (g.ports, line) for g, line in zip(old_groups, updates)}
+    extras = dict(zip(old_extras, updates[n_groups + n_entries:]))
+
+    def group_line(g: ir.MulticastGroup) -> str:
+        ports, line = groups.get(g.id, (None, None))
+        return line if ports == g.ports else group_text(g)
+
+    lines = [group_line(g) for g in program.multicast_groups(new)]
+    lines += [by_id.get(id(e)) or entry_text(e) for e in new.entries]
+    lines += [extras.get(e) or extra_text(e) for e in program.extra_entries]
     head = {"format": FORMAT, "pipeline": new.name, "controls": {"ingress": control, "egress": V1MODEL.egress_control}}
     files = {ENTRIES: one_update_per_line_text(head, lines)}
-    nodes = _old_nodes(old_out / COMMANDS, old.multicast_groups)
-    files[COMMANDS] = "\n".join(commands(new, program, node_lines=nodes)) + "\n"
-    files[INFO] = render_info(program)
+    del by_id, groups, extras, lines
+    old_commands = (old_out / COMMANDS).read_text(encoding="utf-8").split("\n")
+    if old_commands[-1] != "":
+        return False
+    old_commands.pop()
+    nodes = _old_nodes(old_commands, old_groups)
+    table_known = table_lines(old, old_program, old_commands)
+    if table_known is None:
+        return False
+    files[COMMANDS] = "\n".join(commands(new, program, node_lines=nodes, known=table_known)) + "\n"
     stage.mkdir(parents=True, exist_ok=True)
-    for name, source in ((PROGRAM, program.text), (INFO, files.pop(INFO))):
+    for name, source in ((PROGRAM, program.text), (INFO, render_info(program))):
         old_text = (old_out / name).read_text(encoding="utf-8")
         if old_text == source:
             os.link(old_out / name, stage / name)  # outputs are replaced whole, never written in place
@@ -91,6 +105,10 @@ def emit_update(old_out: Path, old: ir.Pipeline, new: ir.Pipeline, delta, stage:
     for name, text in files.items():
         (stage / name).write_text(text, encoding="utf-8")
     return True
+
+
+def _line(entity: dict) -> str:
+    return json.dumps({"type": "INSERT", "entity": entity}, separators=_SEP)
 
 
 def _old_updates(path: Path) -> list[str] | None:
@@ -106,13 +124,11 @@ def _old_updates(path: Path) -> list[str] | None:
     return out
 
 
-def _old_nodes(path: Path, groups: tuple[ir.MulticastGroup, ...]) -> dict[tuple[int, ...], str]:
+def _old_nodes(lines: list[str], groups) -> dict[tuple[int, ...], str]:
     """Each old group's ``mc_node_create`` line by its ports (the commands start with 3 lines a group)."""
     out: dict[tuple[int, ...], str] = {}
-    with open(path, encoding="utf-8") as f:
-        for g in groups:
-            first, node, _ = f.readline(), f.readline(), f.readline()
-            if first != f"mc_mgrp_create {g.id}\n" or not node.startswith("mc_node_create "):
-                return {}
-            out[tuple(g.ports)] = node[:-1]
+    for i, g in enumerate(groups):
+        if i * 3 + 1 >= len(lines) or lines[3 * i] != f"mc_mgrp_create {g.id}":
+            return {}
+        out[tuple(g.ports)] = lines[3 * i + 1]
     return out
