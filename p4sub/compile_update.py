@@ -116,6 +116,7 @@ def save_session(inc: Incremental, stage: Path, rules=None) -> None:
     line-structured)."""
     header = _header(stage, rules)
     inc.detach_rules(None)
+    inc.warm()
     cache.save(inc, stage / cache.NAME, header)
 
 

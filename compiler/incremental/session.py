@@ -149,6 +149,11 @@ class Incremental:
         checked=True)``) do not need it."""
         self._rules, self._rules_source, self._pending = None, source, []
 
+    def warm(self) -> None:
+        """Build what the first update would otherwise build (see :meth:`IncrementalBuilder.warm`)."""
+        for lane in self.lanes or ():
+            lane.builder.warm()
+
     def __getstate__(self) -> dict:
         if self._rules is not None:
             raise ValueError("detach the rules (detach_rules) before pickling a session")
