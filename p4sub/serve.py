@@ -55,12 +55,12 @@ class Server:
     each incremental update's pipelines before and after (a switch client, or the installer's stand-in)."""
 
     def __init__(self, session, *, deltas: Path | None = None, push: Callable | None = None,
-                 name: str = "<stdin>", out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+                 name: str = "<stdin>", out: TextIO | None = None, err: TextIO | None = None) -> None:
         self.session = session
         self.deltas = deltas
         self.push = push
         self.name = name
-        self.out, self.err = out, err
+        self.out, self.err = out or sys.stdout, err or sys.stderr
         self.pipeline = session.pipeline() if push is not None else None
         self.applied = 0
         self.errors = 0

@@ -67,23 +67,25 @@ def diff_lines(old_text: str, new_text: str, new_path: str, *, old_last_terminat
     added = new_count - old_count
     old_last = next((line for line in reversed(old_lines) if content(line)), None)
     new_last_index = next((i for i in range(len(new_lines) - 1, -1, -1) if content(new_lines[i])), None)
-    if old_last is not None and not old_last_terminated and old_last not in added:
-        # The old file's last rule may lack its ';': it may stay only where it is, last.
-        if new_count[old_last] and (new_last_index is None or new_lines[new_last_index] != old_last
-                                    or new_count[old_last] > 1):
+    if old_last is not None and not old_last_terminated:
+        # The old file's last rule may lack its ';': its line may stay only where it is, last.
+        at_end = new_last_index is not None and new_lines[new_last_index] == old_last
+        if new_count[old_last] > (1 if at_end else 0):
             return None
-    # The changed lines of the new file, each at its own line number, every other line blank.
-    keep = set(added)
-    padded = [line if line in keep else "" for line in new_lines]
-    if new_last_index is not None and new_lines[new_last_index] in keep:
-        tail = [i for i, line in enumerate(padded) if line and i != new_last_index]
-    else:
-        tail = [i for i, line in enumerate(padded) if line]
-    for i in tail:  # every changed line but the file's last must end its rules with ';'
-        if not terminated(padded[i]):
+    # The changed lines of the new file (as many copies of each as were added, the last ones), each at
+    # its own line number, every other line blank.
+    left = dict(added)
+    padded = [""] * len(new_lines)
+    for i in range(len(new_lines) - 1, -1, -1):
+        line = new_lines[i]
+        if left.get(line, 0) > 0:
+            left[line] -= 1
+            padded[i] = line
+    for i, line in enumerate(padded):  # every changed line but the file's last must end its rules with ';'
+        if line and i != new_last_index and not terminated(line):
             return None
     try:
-        new_rules = parse_rules("\n".join(padded), new_path) if keep else ast.RuleSet(())
+        new_rules = parse_rules("\n".join(padded), new_path) if added else ast.RuleSet(())
     except P4subError:
         return None
     if not line_structured(padded, new_rules):
@@ -109,7 +111,7 @@ def diff_lines(old_text: str, new_text: str, new_path: str, *, old_last_terminat
     # A rule only respelled (blanks, spelling) is both removed and added: it is no change.
     net_add, net_remove = add - remove, remove - add
     last_terminated = new_last_index is None or terminated(new_lines[new_last_index]) or (
-        new_lines[new_last_index] not in keep and old_last == new_lines[new_last_index] and old_last_terminated)
+        not padded[new_last_index] and old_last_terminated)
     return LineDiff(list(net_add.elements()), list(net_remove.elements()), sum(added.values()),
                     sum(removed.values()), last_terminated)
 
