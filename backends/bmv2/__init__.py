@@ -19,37 +19,15 @@ rendered leaves ``out_dir`` untouched. ``p4sub build OUT`` compiles ``program.p4
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from pathlib import Path
 
 from backends.bmv2.cli_commands import commands
+from backends.bmv2.files import COMMANDS, ENTRIES, INFO, PROGRAM, render_info
 from backends.bmv2.include import IncludeOptions, render_include
 from backends.bmv2.p4runtime import one_update_per_line, write_request
 from backends.bmv2.program import Bmv2Options, Bmv2Program, build_program
-from backends.bmv2.target import UNION_GROUP, V1MODEL
 from compiler import ir
 from compiler.base import write_files
-
-PROGRAM = "program.p4"
-ENTRIES = "entries.p4rt.json"
-COMMANDS = "commands.txt"
-INFO = "bmv2.json"
-
-
-def render_info(program: Bmv2Program) -> str:
-    """``bmv2.json``: what the install and test tools need to know about the rendering."""
-    info = {
-        "target": V1MODEL.name,
-        "architecture": V1MODEL.architecture,
-        "mode": program.mode,
-        "controls": {"ingress": V1MODEL.ingress_control, "egress": V1MODEL.egress_control},
-        "layout": dataclasses.asdict(program.layout),
-        "table_sizes": program.sizes,
-        "union_group": UNION_GROUP if program.union_group else None,
-        "extra_tables": [t.name for t in program.extra_tables],
-    }
-    return json.dumps(info, indent=2) + "\n"
 
 
 def render(pipeline: ir.Pipeline, options: Bmv2Options | None = None) -> dict[str, str]:

@@ -20,7 +20,7 @@ import json
 import os
 from pathlib import Path
 
-from backends.bmv2 import COMMANDS, ENTRIES, INFO, PROGRAM, render_info
+from backends.bmv2.files import COMMANDS, ENTRIES, INFO, PROGRAM, render_info
 from backends.bmv2.cli_commands import commands, table_lines
 from backends.bmv2.p4runtime import FORMAT, entry_entity, extra_entity, multicast_group_entry, one_update_per_line_text
 from backends.bmv2.program import Bmv2Options, build_program
