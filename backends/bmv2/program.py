@@ -184,17 +184,23 @@ def leaf_ports(pipeline: ir.Pipeline) -> tuple[int, ...]:
     """Every port a leaf entry forwards or multicasts to (the union group's ports)."""
     ports: set[int] = set()
     groups = {g.id: g for g in pipeline.multicast_groups}
+    reads: dict[str, list[tuple[str, int]]] = {}  # action -> (primitive, index of the argument it reads)
+    for a in pipeline.actions:
+        names = [p.name for p in a.params]
+        reads[a.name] = [(prim.op, names.index(prim.args[0])) for prim in a.body
+                         if prim.op in ("set_egress_port", "set_mcast_group") and prim.args[0] in names]
+    used: set[int] = set()  # groups named by leaf entries: their ports added once each
     for t in pipeline.tables:
         if t.role != "leaf":
             continue
         for e in pipeline.entries_of(t.name):
-            action = pipeline.action(e.action)
-            bound = dict(zip((p.name for p in action.params), e.args))
-            for prim in action.body:
-                if prim.op == "set_egress_port":
-                    ports.add(bound[prim.args[0]])
-                elif prim.op == "set_mcast_group":
-                    ports.update(groups[bound[prim.args[0]]].ports)
+            for op, i in reads[e.action]:
+                if op == "set_egress_port":
+                    ports.add(e.args[i])
+                else:
+                    used.add(e.args[i])
+    for g in used:
+        ports.update(groups[g].ports)
     return tuple(sorted(ports))
 
 
