@@ -56,11 +56,11 @@ def rules_file(path: Path, lines: list[str]) -> Path:
     return path
 
 
-def proved(out: Path, rules: Path) -> None:
+def proved(out: Path, rules: Path, render_too: bool = True) -> None:
     pipeline = ir.load(out / "pipeline.json")
     verdict = verify(pipeline, check_rules(read_rules(rules), pipeline.spec))
     assert verdict.equivalent, verdict.differences[:2]
-    files = render(pipeline)
+    files = render(pipeline) if render_too else {}
     for name, text in files.items():
         assert (out / name).read_text() == text, name
 
@@ -295,3 +295,34 @@ def test_serve_interrupted_leaves_every_file_as_it_was(tmp_path, capsys, sig):
     assert {p.name: p.read_bytes() for p in base.iterdir()} == before
     assert [p.name for p in (tmp_path / "d").iterdir()] == ["000001.json"]
     json.loads((tmp_path / "d" / "000001.json").read_text())
+
+
+@pytest.mark.parametrize("spec, rules, extra", [
+    ("examples/coexistence/coexistence.p4", "examples/coexistence/rules.sub", ("--target", "bmv2")),
+    ("apps/itch/itch.p4", None, ("--delivery", "bitmap", "--lanes", "2")),  # lanes: the assignment is kept too
+])
+def test_other_layouts_update_from_a_session_and_render_as_a_fresh_compile(tmp_path, capsys, spec, rules, extra):
+    rng = random.Random(10)
+    if rules is None:
+        lines = [rule_line(rng) for _ in range(40)]
+    else:
+        lines = [line for line in (REPO / rules).read_text().splitlines() if line.strip() and not line.startswith("#")]
+    base = tmp_path / "u0"
+    code, _, err = p4sub(capsys, "compile", REPO / spec, rules_file(tmp_path / "r0.sub", lines), "--session", *extra,
+                         "-o", base)
+    assert code == 0, err
+    assert ("--lanes" in extra) == (base / "lanes.json").is_file()
+    prev = base
+    for step in range(1, 4):
+        if step % 2:
+            lines.pop(rng.randrange(len(lines)))
+        else:
+            lines.insert(rng.randrange(len(lines)), lines[rng.randrange(len(lines))].replace("fwd(", "fwd(7, ", 1))
+        new_rules = rules_file(tmp_path / f"r{step}.sub", lines)
+        out = tmp_path / f"u{step}"
+        code, stdout, err = p4sub(capsys, "compile", "--update", prev, new_rules, *extra[:2], "-o", out)
+        assert code == 0, err
+        assert "load_session" in stdout
+        proved(out, new_rules, render_too="bmv2" in extra)
+        delta_exact(prev, out)
+        prev = out
