@@ -7,7 +7,7 @@ table and action declarations, and ``commands.txt``'s ``mc_node_create`` line of
 function of its ports. So with the same program (``same_program``: the update installs as entry
 changes), the old output's line of every unchanged entity is its line in the new file, and only the
 new entities are rendered. The result is byte for byte what :func:`backends.bmv2.render` writes for
-the new pipeline (tests/backends/bmv2/test_reuse.py holds it to that).
+the new pipeline (tests/p4sub/test_update_session.py holds it to that).
 
 The old files are used only when OLD_OUT's manifest lists them with the hash they have now, and
 when a sample of their lines is what rendering the old pipeline gives; anything else returns False
