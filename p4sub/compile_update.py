@@ -9,6 +9,14 @@ plus ``delta.json``: the entries and multicast groups to add, modify and delete 
 old pipeline to the new one. When the update needed a full compile, ``delta.json`` says why
 (``fallback_reason``) and whether the new pipeline still installs on the old program
 (``program_changed``).
+
+When OLD_OUT keeps an incremental session (``compile --session``, or any ``--update`` output:
+``session.pickle``, checked by :mod:`compiler.incremental.cache`), the pipeline and the rules are not
+read back: the session is loaded, the rule files are diffed by lines (:mod:`compiler.rules.linediff`,
+only changed lines parsed), the target's files are written from OLD_OUT's where an entity did not
+change (``emit_update``: BMv2), and NEW_OUT keeps the session as a hard link of OLD_OUT's plus a
+journal of the updates since (``session.journal.json``; past ``cache.JOURNAL_LIMIT`` the session is
+pickled again). docs/compiler.md, "Updates as a user sees them".
 """
 
 from __future__ import annotations

@@ -15,6 +15,13 @@ the manifest's hashes of ``pipeline.json`` and the rules' copy (a cache left fro
 or copied in, is stale). A cache that fails a check is ignored with a note; the update then reads
 the pipeline back as before. Unpickling runs code only of the classes the pickle names: the manifest
 check is what keeps a file nobody wrote through p4sub from being loaded.
+
+An update does not pickle the session again (3 s at 100k): its output holds a hard link of the
+session it loaded and ``session.journal.json``, the rule changes made since (each update call's added
+and removed rules as text) with the entry, state and group counts each gave. Loading replays them
+(updates are deterministic) and refuses a replay whose counts differ; the journal names the session
+file's hash and header, and its own header ties it to the directory's pipeline.json and rules' copy.
+Past :data:`JOURNAL_LIMIT` updates the session is written whole again.
 """
 
 from __future__ import annotations
