@@ -43,7 +43,7 @@ from p4sub import add_command
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "serve", "hold a compiled pipeline in memory and apply subscription changes as they come",
                     "printf '+ add_order.stock == \"GOOGL\" : fwd(3);\\n' | p4sub serve out --deltas deltas/")
-    p.add_argument("out", help="a compile (or compile --update) output; with its session.pickle it starts in a second")
+    p.add_argument("out", help="a compile (or compile --update) output; its session.pickle is loaded when it has one")
     p.add_argument("--changes", default="-", metavar="FILE",
                    help="read changes from FILE instead of standard input ('+ RULE' adds, '- RULE' removes)")
     p.add_argument("--deltas", metavar="DIR", help="write each change's delta to DIR/NNNNNN.json (DIR new or empty)")
@@ -186,7 +186,6 @@ def _deltas_dir(path: str | None) -> Path | None:
     d = Path(path)
     if d.exists() and (not d.is_dir() or any(d.iterdir())):
         raise P4subError(f"--deltas {d}: must be a new or empty directory")
-    d.mkdir(parents=True, exist_ok=True)
     return d
 
 
@@ -196,15 +195,17 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not out.is_dir():
         raise P4subError(f"{out}: no such output directory")
+    stream = sys.stdin if args.changes == "-" else open_input(args.changes, "changes file", limit=False)  # refused now
     deltas = _deltas_dir(args.deltas)
     t = time.perf_counter()
     with bulk_objects():
         session = load_session(out)
+    if deltas is not None:  # made once the session loaded: a failed start leaves no new directory
+        deltas.mkdir(parents=True, exist_ok=True)
     name = "<stdin>" if args.changes == "-" else args.changes
     server = Server(session, deltas=deltas, name=name)
     print(f"serving {out}: {session.n_rules} rules, loaded in {time.perf_counter() - t:.2f} s; "
           "reading changes ('+ RULE' / '- RULE')", file=sys.stderr, flush=True)
-    stream = sys.stdin if args.changes == "-" else open_input(args.changes, "changes file", limit=False)
     try:
         for lineno, raw in enumerate(stream, 1):
             started = time.perf_counter()
