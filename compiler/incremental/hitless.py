@@ -197,8 +197,12 @@ def plan(old: ir.Pipeline, new: ir.Pipeline, reserved_groups: Iterable[int] = ()
     def is_dirty(lane: str, s: int) -> bool:
         key = (lane, s)
         if key not in dirty:
-            mine = d.content(lane, s)
-            dirty[key] = (s not in c.ids[lane] or mine != c.content(lane, s)
+            mine = d.by_state.get(key, [])
+            theirs = c.by_state.get(key, [])
+            # Equal lists are equal contents (an incremental update hands unchanged entries over as the
+            # very objects, so this is a pass of identity checks); else compared as sets, as before.
+            changed = mine != theirs and frozenset(mine) != frozenset(theirs)
+            dirty[key] = (s not in c.ids[lane] or changed
                           or any(is_dirty(lane, t) for t in _children(mine, lay))
                           or any(group_dirty.get(g, True) for g in _groups(mine, lay)))
         return dirty[key]
