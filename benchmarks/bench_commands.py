@@ -13,10 +13,12 @@ first, in ``--work`` (kept between runs, so a second run skips them; ``--fresh``
 
 Rows (issue 29): ``replay`` (10M ITCH messages against gen rules' 100k filters, default master),
 ``gen`` (``gen itch`` of 10M messages), ``verify`` (of the 100k-filter BMv2 compile), ``compile``
-(``compile --target bmv2`` of the 100k filters), ``update`` (``compile --update`` with one rule
-changed), ``routing`` (``bench_routing.py --sizes none --k8-messages 0``: k=8, 100k filters, MR and
+(``compile --target bmv2`` of the 100k filters), ``update`` (``compile --update`` from the 100k compile
+kept with ``--session``, one rule's threshold lowered so that entries really change), ``stream`` (100
+changes through ``p4sub serve``, per-change latency; then 30 pushed hitlessly into the installer's
+in-memory stand-in, benchmarks/bench_stream.py), ``routing`` (``bench_routing.py --sizes none --k8-messages 0``: k=8, 100k filters, MR and
 TR), ``readme`` (``bash examples/run-itch.sh`` in a fresh clone of this repository's HEAD, venv
-included). A stream of subscription changes to a running switch has no command yet: the row says so.
+included).
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ def timed(cmd: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None) -
         raise RuntimeError(f"{' '.join(cmd)} failed ({code}):\n{output[-3000:]}")
     return {"command": " ".join(cmd), "wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
             "peak_rss_mb": round(usage.ru_maxrss / 1024), "load_before": before, "load_after": load(),
-            "output_tail": output.strip().splitlines()[-1:] if output.strip() else []}
+            "output_tail": output.strip().splitlines()[-1:] if output.strip() else [],
+            "_lines": output.strip().splitlines()[-5:]}
 
 
 def p4sub(*args: str | Path) -> list[str]:
@@ -86,6 +89,11 @@ class Work:
         return self._make(self.root / "feed10m.pcap", p4sub("gen", "itch", "--messages", 10_000_000,
                                                             "-o", self.root / "feed10m.pcap"))
 
+    def compiled_session(self) -> Path:
+        """The 100k compile with its incremental session kept (``--session``), for the update and stream rows."""
+        return self._make(self.root / "out100k-session", p4sub("compile", "apps/itch/itch.p4", self.rules(), "--target",
+                                                               "bmv2", "--session", "-o", self.root / "out100k-session"))
+
     def compiled(self) -> Path:
         return self._make(self.root / "out100k", p4sub("compile", "apps/itch/itch.p4", self.rules(), "--target",
                                                        "bmv2", "-o", self.root / "out100k"))
@@ -111,14 +119,46 @@ def row_compile(w: Work) -> dict[str, Any]:
     return timed(p4sub("compile", "apps/itch/itch.p4", w.rules(), "--target", "bmv2", "-o", w.root / "compile100k"))
 
 
-def row_update(w: Work) -> dict[str, Any]:
+def changed_rules(w: Work) -> Path:
+    """The 100k rules with one rule's threshold lowered below every other of its stock and port: the
+    pipeline's entries really change (a rule whose port another rule of its stock already gets from a
+    lower price changes nothing)."""
     lines = w.rules().read_text().splitlines(True)
     changed = w.root / "100k-changed.sub"
-    i = next(i for i, line in enumerate(lines) if "fwd(" in line)
-    lines[i] = lines[i].replace("fwd(", "fwd(199, ", 1) if "fwd(199" not in lines[i] else lines[i]
+    i = next(i for i, line in enumerate(lines) if "add_order.price > " in line)
+    head, tail = lines[i].split("add_order.price > ", 1)
+    lines[i] = head + "add_order.price > 0.0001" + tail[tail.index(":"):]  # the rule's own threshold gone
     changed.write_text("".join(lines))
-    return timed(p4sub("compile", "--update", w.compiled(), "apps/itch/itch.p4", changed, "--target", "bmv2",
-                       "-o", w.root / "updated"))
+    return changed
+
+
+def row_update(w: Work) -> dict[str, Any]:
+    changed = changed_rules(w)
+    shutil.rmtree(w.root / "updated", ignore_errors=True)
+    r = timed(p4sub("compile", "--update", w.compiled_session(), "apps/itch/itch.p4", changed, "--target", "bmv2",
+                    "-o", w.root / "updated"))
+    delta = json.loads((w.root / "updated" / "delta.json").read_text())
+    r["delta"] = {k: delta[k] for k in ("incremental", "entries_added", "entries_modified", "entries_deleted",
+                                        "groups_added", "groups_modified", "groups_deleted")}
+    r["stages_s"] = delta["timings"]
+    return r
+
+
+def row_stream(w: Work) -> dict[str, Any]:
+    """100 changes through ``p4sub serve`` (change read -> delta written), then the same with each change
+    pushed hitlessly into the installer's in-memory stand-in (benchmarks/bench_stream.py)."""
+    out = w.compiled_session()
+    lines = w.root / "stream-changes.txt"
+    subprocess.run([sys.executable, "benchmarks/bench_stream.py", str(out), "--changes", "100", "--write-changes",
+                    str(lines)], cwd=ROOT, check=True)
+    shutil.rmtree(w.root / "stream-deltas", ignore_errors=True)
+    r = timed(p4sub("serve", out, "--changes", lines, "--deltas", w.root / "stream-deltas"))
+    summary = next(line for line in r.pop("_lines", []) if line.startswith("serve: "))
+    r["serve"] = json.loads(summary.removeprefix("serve: "))
+    pushed = subprocess.run([sys.executable, "benchmarks/bench_stream.py", str(out), "--changes", "30", "--push"],
+                            cwd=ROOT, check=True, capture_output=True, text=True)
+    r["push_to_stand_in"] = json.loads(pushed.stdout.strip().splitlines()[-1])
+    return r
 
 
 def row_routing(w: Work) -> dict[str, Any]:
@@ -136,10 +176,6 @@ def row_readme(w: Work) -> dict[str, Any]:
         return timed(["bash", "examples/run-itch.sh"], cwd=clone / "p4sub", env=env)
     finally:
         shutil.rmtree(clone, ignore_errors=True)
-
-
-def row_stream(w: Work) -> dict[str, Any]:
-    return {"command": None, "not_built": "no long-running mode takes subscription changes yet (issue 29)"}
 
 
 ROWS: dict[str, Callable[[Work], dict[str, Any]]] = {
@@ -163,6 +199,7 @@ def main() -> int:
     results = []
     for name in rows:
         result = {"row": name, "target": TARGETS[name], **ROWS[name](work)}
+        result = {k: v for k, v in result.items() if not k.startswith("_")}
         results.append(result)
         print(json.dumps(result, ensure_ascii=False), flush=True)
     if args.json:

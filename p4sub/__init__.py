@@ -26,6 +26,7 @@ SUBCOMMANDS = (
     "p4sub.verify",
     "p4sub.build",
     "p4sub.install",
+    "p4sub.serve",
     "p4sub.gen",
     "p4sub.replay",
     "p4sub.route",

@@ -94,6 +94,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--update", metavar="OLD_OUT",
                    help="incremental compile: the new rules' pipeline computed from OLD_OUT's and the rule delta, "
                         "keeping OLD_OUT's program; also writes delta.json (entries and groups to add, modify, delete)")
+    p.add_argument("--session", action="store_true",
+                   help="also keep the incremental session (session.pickle) beside the output: a later --update "
+                        "or p4sub serve loads it instead of reading the pipeline and every rule back (costs a few "
+                        "seconds here; an --update output always keeps one)")
     p.add_argument("--default", default=None, metavar="drop|fwd(PORT)|table",
                    help="packets that carry no header a rule reads: dropped (default), sent to PORT, or through "
                         "the p4sub_default_l2/_l3 tables the user fills (an L2/L3 hook); with --emit control they are "
@@ -490,6 +494,10 @@ def _run(args: argparse.Namespace) -> int:
         sources.update(keep_rules(Path(args.rules), stage))  # --update diffs a later rule file against this copy
         keep_lanes(compiled.lanes.lanes if compiled.lanes and compiled.pipeline.lanes > 1 else None, stage)
         (stage / "sources.json").write_text(json.dumps(sources, indent=2) + "\n", encoding="utf-8")
+        if getattr(args, "session", False) and files is None:
+            from p4sub.compile_update import keep_session
+
+            keep_session(spec, compiled, options, rules, stage)
         if dot is not None:
             from compiler.dot import to_dot
 

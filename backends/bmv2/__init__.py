@@ -19,15 +19,15 @@ rendered leaves ``out_dir`` untouched. ``p4sub build OUT`` compiles ``program.p4
 
 from __future__ import annotations
 
-import dataclasses
-import json
+from dataclasses import replace
 from pathlib import Path
 
 from backends.bmv2.cli_commands import commands
+from backends.bmv2.files import COMMANDS, ENTRIES, INFO, PROGRAM, render_info
 from backends.bmv2.include import IncludeOptions, render_include
 from backends.bmv2.p4runtime import one_update_per_line, write_request
 from backends.bmv2.program import Bmv2Options, Bmv2Program, build_program
-from backends.bmv2.target import MAX_GROUP_ID, UNION_GROUP, V1MODEL
+from backends.bmv2.target import MAX_GROUP_ID
 from compiler import ir
 from compiler.base import write_files
 from compiler.compile import Budget
@@ -37,31 +37,25 @@ from compiler.compile import Budget
 #: may choose them for a header stack when groups do not fit (backends.target_compile_options).
 STACK_BITMAPS = True
 
-PROGRAM = "program.p4"
-ENTRIES = "entries.p4rt.json"
-COMMANDS = "commands.txt"
-INFO = "bmv2.json"
-
 
 def render(pipeline: ir.Pipeline, options: Bmv2Options | None = None) -> dict[str, str]:
     """Every file ``emit`` writes, as {name: text}, without writing anything."""
     program: Bmv2Program = build_program(pipeline, options or Bmv2Options())
-    info = {
-        "target": V1MODEL.name,
-        "architecture": V1MODEL.architecture,
-        "mode": program.mode,
-        "controls": {"ingress": V1MODEL.ingress_control, "egress": V1MODEL.egress_control},
-        "layout": dataclasses.asdict(program.layout),
-        "table_sizes": program.sizes,
-        "union_group": UNION_GROUP if program.union_group else None,
-        "extra_tables": [t.name for t in program.extra_tables],
-    }
     return {
         PROGRAM: program.text,
         ENTRIES: one_update_per_line(write_request(pipeline, program)),
         COMMANDS: "\n".join(commands(pipeline, program)) + "\n",
-        INFO: json.dumps(info, indent=2) + "\n",
+        INFO: render_info(program),
     }
+
+
+def emit_update(old_out: str | Path, old: ir.Pipeline, new: ir.Pipeline, delta, out_dir: str | Path,
+                options: Bmv2Options | None = None) -> bool:
+    """``emit`` for an update that keeps the program: the old output's lines of the unchanged entities
+    reused (:mod:`backends.bmv2.reuse`); False (nothing written) when they cannot be vouched for."""
+    from backends.bmv2.reuse import emit_update as reuse
+
+    return reuse(Path(old_out), old, new, delta, Path(out_dir), options)
 
 
 def emit(pipeline: ir.Pipeline, out_dir: str | Path, options: Bmv2Options | None = None) -> list[Path]:
@@ -85,4 +79,4 @@ def network_options(up_ports: tuple[int, ...]) -> Bmv2Options:
 def compile_budget(base: Budget = Budget()) -> Budget:
     """The compile's budget on BMv2: P4Runtime accepts multicast group ids 1 to 32,766 for the
     rules' groups (32,767 is the batched path's union group; ids from 32,768 are clone sessions)."""
-    return dataclasses.replace(base, groups=min(base.groups, MAX_GROUP_ID - 1))
+    return replace(base, groups=min(base.groups, MAX_GROUP_ID - 1))

@@ -59,19 +59,26 @@ def table_add(entry: ir.Entry, table: ir.Table, control: str, cli_priority: int 
     return line
 
 
-def multicast_commands(groups: tuple[ir.MulticastGroup, ...]) -> list[str]:
+def multicast_commands(groups: tuple[ir.MulticastGroup, ...],
+                       node_lines: dict[tuple[int, ...], str] | None = None) -> list[str]:
+    """Three commands a group; ``node_lines``: ``mc_node_create`` lines already rendered, by ports."""
     out = []
+    known = node_lines or {}
     for handle, g in enumerate(groups):
         out.append(f"mc_mgrp_create {g.id}")
-        out.append(f"mc_node_create {REPLICA_INSTANCE} {' '.join(str(p) for p in sorted(set(g.ports)))}".rstrip())
+        node = known.get(tuple(g.ports))
+        out.append(node if node is not None else
+                   f"mc_node_create {REPLICA_INSTANCE} {' '.join(str(p) for p in sorted(set(g.ports)))}".rstrip())
         out.append(f"mc_node_associate {g.id} {handle}")
     return out
 
 
-def commands(pipeline: ir.Pipeline, program: Bmv2Program, control: str = V1MODEL.ingress_control) -> list[str]:
+def commands(pipeline: ir.Pipeline, program: Bmv2Program, control: str = V1MODEL.ingress_control,
+             node_lines: dict[tuple[int, ...], str] | None = None, known: "Known | None" = None) -> list[str]:
     """Every command, multicast groups first. ``control`` prefixes the IR's table and action names:
-    ``MyIngress``, or in include mode the control instance's path (``MyIngress.p4sub``)."""
-    out = multicast_commands(program.multicast_groups(pipeline))
+    ``MyIngress``, or in include mode the control instance's path (``MyIngress.p4sub``). ``node_lines``
+    and ``known``: lines already rendered (an update reuses the old output's, backends/bmv2/reuse.py)."""
+    out = multicast_commands(program.multicast_groups(pipeline), node_lines)
     for t in pipeline.tables:
         if t.default_action != NO_ACTION:
             args = " ".join(number(a) for a in t.default_args)
@@ -83,8 +90,46 @@ def commands(pipeline: ir.Pipeline, program: Bmv2Program, control: str = V1MODEL
     for t in pipeline.tables:
         entries = by_table.get(t.name, [])
         prio = cli_priorities(entries) if t.needs_priority else {}
-        out.extend(table_add(e, t, control, prio.get(e.priority) if t.needs_priority else None) for e in entries)
+        lines = known.usable(t.name, max((e.priority for e in entries), default=0)) if known else {}
+        for e in entries:
+            line = lines.get(id(e))
+            out.append(line if line is not None else
+                       table_add(e, t, control, prio.get(e.priority) if t.needs_priority else None))
     extra = {t.name: t for t in program.extra_tables}
+    lines = known.extras if known else {}
     for e in program.extra_entries:
-        out.append(table_add(e, extra[e.table], program.control_of(extra[e.table]), None))
+        line = lines.get(e)
+        out.append(line if line is not None else table_add(e, extra[e.table], program.control_of(extra[e.table]), None))
     return out
+
+
+class Known:
+    """``table_add`` lines of an earlier rendering: of the pipeline's entries by identity (an update's
+    unchanged entries are the very objects; the earlier pipeline must be kept alive meanwhile), of the
+    program's own entries by value; and each table's highest priority then: a line of a table whose
+    highest priority changed is not reused (its CLI priority depends on it)."""
+
+    def __init__(self, lines: dict[int, str], extras: dict[ir.Entry, str], tops: dict[str, int]) -> None:
+        self.lines = lines
+        self.extras = extras
+        self.tops = tops
+
+    def usable(self, table: str, top: int) -> dict[int, str]:
+        return self.lines if self.tops.get(table) == top else {}
+
+
+def table_lines(pipeline: ir.Pipeline, program: Bmv2Program, text_lines: list[str]) -> "Known | None":
+    """The lines :func:`commands` gave ``pipeline`` (``text_lines``), by entry; None when their
+    count is not what the pipeline gives."""
+    groups = len(program.multicast_groups(pipeline))
+    defaults = sum(1 for t in pipeline.tables if t.default_action != NO_ACTION)
+    by_table: dict[str, list[ir.Entry]] = {}
+    for e in pipeline.entries:
+        by_table.setdefault(e.table, []).append(e)
+    ordered = [e for t in pipeline.tables for e in by_table.get(t.name, [])]
+    start = 3 * groups + defaults
+    if len(text_lines) != start + len(ordered) + len(program.extra_entries):
+        return None
+    tops = {t.name: max((e.priority for e in by_table.get(t.name, [])), default=0) for t in pipeline.tables}
+    return Known(dict(zip(map(id, ordered), text_lines[start:])),
+                 dict(zip(program.extra_entries, text_lines[start + len(ordered):])), tops)

@@ -154,3 +154,96 @@ def _check_ports_table(steps: list, before: list[dict], program: Bmv2Program) ->
 
 def _json(op: update_plan.Op) -> dict[str, Any]:
     return {"type": op.type, "entity": op.entity, **({"previous": op.previous} if op.previous is not None else {})}
+
+
+class Pusher:
+    """Hitless updates written one after another by a process that keeps the pipeline (``p4sub serve``).
+
+    :func:`hitless_request` renders every entity before and after, for an installer that checks what
+    the switch holds: seconds on 100,000 rules. A long-running process knows what it pushed, so each
+    update here is planned (:func:`compiler.incremental.hitless.plan`) and only the plan's writes are
+    rendered; the program (built once: the update keeps it) gives the ports table, and the union
+    group's ports are kept as counts of the leaf entries that name each port, changed by each update's
+    delta. ``write(batch)`` is the switch (or the installer's stand-in): a list of
+    :class:`~backends.bmv2.update_plan.Op`, an error or None per update, as
+    :func:`backends.bmv2.update_plan.apply_steps` expects."""
+
+    def __init__(self, pipeline: ir.Pipeline, write, options: Bmv2Options = Bmv2Options(), batch_size: int = 500) -> None:
+        self.program = build_program(pipeline, options)
+        self.write = write
+        self.batch_size = batch_size
+        self.kind: dict[str, tuple[str, int]] = {}  # leaf action -> ("port" | "group", its argument's index)
+        for a in pipeline.actions:
+            names = [p.name for p in a.params]
+            for prim in a.body:
+                if prim.op == "set_egress_port" and prim.args[0] in names:
+                    self.kind[a.name] = ("port", names.index(prim.args[0]))
+                elif prim.op == "set_mcast_group" and prim.args[0] in names:
+                    self.kind[a.name] = ("group", names.index(prim.args[0]))
+        self.leaf_tables = {t.name for t in pipeline.tables if t.role == "leaf"}
+        self.groups = {g.id: tuple(g.ports) for g in pipeline.multicast_groups}
+        self.refs: dict[int, int] = {}
+        self.uses: dict[int, int] = {}
+        for e in pipeline.entries:
+            self._count(e, 1)
+        self.union = self._union_ports()
+
+    def _count(self, e: ir.Entry, sign: int) -> None:
+        if e.table not in self.leaf_tables or e.action not in self.kind:
+            return
+        what, i = self.kind[e.action]
+        if what == "port":
+            ports = (e.args[i],)
+        else:
+            self.refs[e.args[i]] = self.refs.get(e.args[i], 0) + sign
+            ports = self.groups[e.args[i]]
+        for p in ports:
+            self.uses[p] = self.uses.get(p, 0) + sign
+
+    def _union_ports(self) -> tuple[int, ...]:
+        return tuple(sorted(p for p, n in self.uses.items() if n > 0))
+
+    def steps(self, old: ir.Pipeline, new: ir.Pipeline, delta) -> list[tuple[str, list[update_plan.Op]]]:
+        """The plan's steps as P4Runtime updates; ``delta``: the update's (it moves the union's counts)."""
+        plan = hitless.plan(old, new, reserved_groups=(UNION_GROUP,))
+        render = _Renderer(new, self.program)
+        steps = [(s.phase, [op for w in s.writes for op in render.updates(w)]) for s in plan.steps]
+        for e in [*delta.deleted, *(prev for prev, _ in delta.modified)]:
+            self._count(e, -1)
+        for prev, g in delta.groups_modified:
+            n = self.refs.get(g.id, 0)
+            for p in prev.ports:
+                self.uses[p] -= n
+            for p in g.ports:
+                self.uses[p] = self.uses.get(p, 0) + n
+            self.groups[g.id] = tuple(g.ports)
+        for g in delta.groups_added:
+            self.groups[g.id] = tuple(g.ports)
+        for e in [*delta.added, *(e for _, e in delta.modified)]:
+            self._count(e, 1)
+        for g in delta.groups_deleted:
+            self.groups.pop(g.id, None)
+        union = self._union_ports()
+        if self.program.union_group is not None and union != self.union:
+            old_union = ir.MulticastGroup(UNION_GROUP, self.union) if self.union else None
+            grown = ir.MulticastGroup(UNION_GROUP, tuple(sorted(set(self.union) | set(union))))
+            entity = {"packet_replication_engine_entry": multicast_group_entry(grown)}
+            before = {"packet_replication_engine_entry": multicast_group_entry(old_union)} if old_union else None
+            grow = update_plan.Op(update_plan.MODIFY if before else update_plan.INSERT, entity, before)
+            first_root = next((i for i, (phase, _) in enumerate(steps) if phase == "root"), len(steps))
+            steps = steps[:first_root] + [("union", [grow])] + steps[first_root:]
+            if not union:
+                steps.append(("union", [update_plan.Op(update_plan.DELETE, entity, entity)]))
+            elif union != grown.ports:
+                final = {"packet_replication_engine_entry": multicast_group_entry(ir.MulticastGroup(UNION_GROUP, union))}
+                steps.append(("union", [update_plan.Op(update_plan.MODIFY, final, entity)]))
+        self.union = union
+        return steps
+
+    def push(self, old: ir.Pipeline, new: ir.Pipeline, update) -> update_plan.ApplyResult:
+        """Plan, render and write one update; a P4subError when the switch refuses it (rolled back)."""
+        steps = self.steps(old, new, update.delta)
+        result = update_plan.apply_steps([ops for _, ops in steps], self.write, self.batch_size)
+        if not result.ok:
+            raise P4subError(f"push: {result.summary()}")
+        return result

@@ -125,18 +125,30 @@ def entities(pipeline: ir.Pipeline, program: Bmv2Program, control: str = V1MODEL
     tables = {t.name: t for t in pipeline.tables}
     actions = {a.name: a for a in pipeline.actions}
     for e in pipeline.entries:
-        table = tables.get(e.table)
-        if table is None:
-            raise P4subError(f"entry for unknown table {e.table}")
-        if e.action not in table.actions or e.action not in actions:
-            raise P4subError(f"entry of {e.table} uses action {e.action}, not one of {', '.join(table.actions)}")
-        out.append({"table_entry": table_entry(e, table, actions[e.action], control)})
-    extra_tables = {t.name: t for t in program.extra_tables}
-    extra_actions = {a.name: a for a in program.extra_actions}
-    for e in program.extra_entries:
-        table = extra_tables[e.table]
-        out.append({"table_entry": table_entry(e, table, extra_actions[e.action], program.control_of(table))})
+        out.append(entry_entity(e, tables, actions, control))
+    out += extra_entities(program)
     return out
+
+
+def entry_entity(e: ir.Entry, tables: dict[str, ir.Table], actions: dict[str, ir.Action], control: str) -> dict[str, Any]:
+    """One IR entry as an ``Entity`` (its table and action checked)."""
+    table = tables.get(e.table)
+    if table is None:
+        raise P4subError(f"entry for unknown table {e.table}")
+    if e.action not in table.actions or e.action not in actions:
+        raise P4subError(f"entry of {e.table} uses action {e.action}, not one of {', '.join(table.actions)}")
+    return {"table_entry": table_entry(e, table, actions[e.action], control)}
+
+
+def extra_entities(program: Bmv2Program) -> list[dict[str, Any]]:
+    """The entries of the tables the program adds to the IR's (the ports table, the port bits)."""
+    return [extra_entity(program, e) for e in program.extra_entries]
+
+
+def extra_entity(program: Bmv2Program, e: ir.Entry) -> dict[str, Any]:
+    table = next(t for t in program.extra_tables if t.name == e.table)
+    action = next(a for a in program.extra_actions if a.name == e.action)
+    return {"table_entry": table_entry(e, table, action, program.control_of(table))}
 
 
 def write_request(pipeline: ir.Pipeline, program: Bmv2Program, control: str = V1MODEL.ingress_control) -> dict[str, Any]:
@@ -153,6 +165,10 @@ def write_request(pipeline: ir.Pipeline, program: Bmv2Program, control: str = V1
 def one_update_per_line(request: dict) -> str:
     """The write request as JSON with one update per line (readable, and diffs stay small)."""
     head = {k: v for k, v in request.items() if k != "updates"}
-    lines = [json.dumps(u, separators=(",", ":")) for u in request["updates"]]
+    return one_update_per_line_text(head, [json.dumps(u, separators=(",", ":")) for u in request["updates"]])
+
+
+def one_update_per_line_text(head: dict, lines: list[str]) -> str:
+    """:func:`one_update_per_line` of a request whose updates are already JSON text, one a line."""
     body = ",\n  ".join(lines)
     return json.dumps(head)[:-1] + (', "updates": [\n  ' + body + "\n]}\n" if lines else ', "updates": []}\n')

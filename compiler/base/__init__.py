@@ -35,7 +35,7 @@ from compiler.base.inputs import (
     strip_bom,
     text_lines,
 )
-from compiler.base.manifest import MANIFEST, find_listed, listed
+from compiler.base.manifest import MANIFEST, Listed, file_sha256, find_listed, listed
 from compiler.base.outputs import (
     output_dir,
     report_dir,
@@ -47,7 +47,7 @@ from compiler.base.outputs import (
 from compiler.base.spark_session import SessionStart, local_parallelism, parse_conf, spark, spark_errors
 
 __all__ = [
-    "MANIFEST", "CompileError", "InputError", "P4subError", "ParseError", "ResourceError", "SessionStart",
+    "MANIFEST", "CompileError", "Listed", "file_sha256", "InputError", "P4subError", "ParseError", "ResourceError", "SessionStart",
     "SourceLocation", "SpecError", "TargetError", "TypeCheckError", "bulk_objects", "character_name", "check_regular", "find_listed",
     "gc_pause", "listed", "local_parallelism", "open_input", "output_dir", "parse_conf", "paused", "raise_all",
     "read_bytes", "read_stdin", "read_text", "report_dir", "spark", "spark_errors", "spark_session", "staged",

@@ -4,10 +4,10 @@
 docs/compiler.md, "Incremental updates".
 """
 
-from compiler.incremental import delta, hitless
+from compiler.incremental import cache, delta, hitless
 from compiler.incremental.delta import Delta, diff_pipelines, entry_key, same_program
 from compiler.incremental.session import Incremental, Update
 
 __all__ = [
-    "Delta", "Incremental", "Update", "delta", "diff_pipelines", "entry_key", "hitless", "same_program",
+    "Delta", "Incremental", "Update", "cache", "delta", "diff_pipelines", "entry_key", "hitless", "same_program",
 ]

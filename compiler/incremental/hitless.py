@@ -184,7 +184,7 @@ def plan(old: ir.Pipeline, new: ir.Pipeline, reserved_groups: Iterable[int] = ()
         raise HitlessError("the new pipeline needs another program (tables, widths or sizes differ): a new program "
                            "cannot be installed hitlessly on a running one")
     lay = _layout(new)
-    c, d = _Side(old, lay), _Side(new, lay)
+    c, d = _side(old, lay), _side(new, lay)
     if c.stateless != d.stateless:
         changed = sorted({e.table for e in c.stateless ^ d.stateless})
         raise HitlessError(f"entries of {', '.join(changed)} change, and those tables are not keyed by a state: "
@@ -197,8 +197,12 @@ def plan(old: ir.Pipeline, new: ir.Pipeline, reserved_groups: Iterable[int] = ()
     def is_dirty(lane: str, s: int) -> bool:
         key = (lane, s)
         if key not in dirty:
-            mine = d.content(lane, s)
-            dirty[key] = (s not in c.ids[lane] or mine != c.content(lane, s)
+            mine = d.by_state.get(key, [])
+            theirs = c.by_state.get(key, [])
+            # Equal lists are equal contents (an incremental update hands unchanged entries over as the
+            # very objects, so this is a pass of identity checks); else compared as sets, as before.
+            changed = mine != theirs and frozenset(mine) != frozenset(theirs)
+            dirty[key] = (s not in c.ids[lane] or changed
                           or any(is_dirty(lane, t) for t in _children(mine, lay))
                           or any(group_dirty.get(g, True) for g in _groups(mine, lay)))
         return dirty[key]
@@ -302,6 +306,22 @@ def plan_through(old: ir.Pipeline, mid: ir.Pipeline, new: ir.Pipeline, reserved_
         peak[table] = max(n, peak.get(table, 0))
     return Plan(first.steps + second.steps, first.shadow_states + second.shadow_states,
                 first.shadow_groups + second.shadow_groups, peak)
+
+
+#: The sides of the last plan's pipelines: a process that plans update after update (``p4sub serve``)
+#: plans from the pipeline it planned to last time. Each is kept with its pipeline (so that its id
+#: names it) and its layout (equal layouts index entries alike).
+_SIDES: list[tuple[ir.Pipeline, _Layout, _Side]] = []
+
+
+def _side(p: ir.Pipeline, lay: _Layout) -> _Side:
+    for q, l, side in _SIDES:
+        if q is p and l == lay:
+            return side
+    side = _Side(p, lay)
+    _SIDES.append((p, lay, side))
+    del _SIDES[:-2]
+    return side
 
 
 def changed_lanes(old: ir.Pipeline, new: ir.Pipeline) -> set[str]:

@@ -377,6 +377,8 @@ class Lane:
             for p in [p for p, k in g.uses.items() if k <= 0]:
                 del g.uses[p]
             g.pool.commit(plan.group_taken, plan.groups_removed.values())
+            if plan.groups_removed or plan.groups_added:
+                self._group_list = None
         total = len(self.diagram.nodes) + len(self.diagram.leaves)
         if total > 2 * len(self.state_of) + 4096:
             self.forget()
@@ -398,9 +400,15 @@ class Lane:
             yield from es
 
     def group_list(self) -> list[ir.MulticastGroup]:
+        """The groups by id; kept until an update adds or removes one (a pipeline is built per change in
+        ``p4sub serve``, and 20,000 groups made again each time cost more than the update)."""
         if self.groups is None:
             return []
-        return sorted((ir.MulticastGroup(i, p) for p, i in self.groups.id_of.items()), key=lambda g: g.id)
+        cached = getattr(self, "_group_list", None)
+        if cached is None:
+            cached = self._group_list = sorted((ir.MulticastGroup(i, p) for p, i in self.groups.id_of.items()),
+                                               key=lambda g: g.id)
+        return list(cached)
 
 
 def _same_kind(d, a: int, b: int) -> bool:

@@ -94,7 +94,9 @@ class Incremental:
         typed = typed if typed is not None else check_rules(rules, self.base_spec, port_bits=self.options.port_bits)
         self.spec = typed.spec
         self.fields = dict(typed.fields)
-        self.rules: Counter = Counter(rules.rules)
+        self._rules: Counter | None = Counter(rules.rules)
+        self._rules_source = None  # see detach_rules
+        self._pending: list[tuple[list[ast.Rule], list[ast.Rule]]] = []
         self.n_rules = len(rules.rules)
         self.reads = _reads(typed)  # header -> rules (with multiplicity) that read it
         self.guard, self.validity_fields, self.queried = typed.guard, tuple(typed.validity), typed.queried
@@ -123,6 +125,43 @@ class Incremental:
             self.lanes = built
         except Fallback as exc:
             self.why_not = exc.reason
+
+    # -- the rules, kept or read again when asked for ------------------------------------------------
+    @property
+    def rules(self) -> Counter:
+        """The current rules as a multiset. A session loaded from a cache (:mod:`compiler.incremental.cache`)
+        does not hold them: 100,000 rules are three million objects, slower to unpickle than to parse
+        again. They are read from the source the cache names the first time they are asked for, and the
+        updates made since are applied to them."""
+        if self._rules is None:
+            rules = Counter(self._rules_source().rules)
+            for add, remove in self._pending:
+                rules.subtract(remove)
+                rules.update(add)
+            self._rules = +rules
+            self._rules_source = None
+            self._pending = []
+        return self._rules
+
+    def detach_rules(self, source) -> None:
+        """Drop the rule multiset; ``source()`` (a RuleSet equal to the current rules) gives it back when
+        :attr:`rules` is asked for. Updates whose removals the caller vouches for (``update(...,
+        checked=True)``) do not need it."""
+        self._rules, self._rules_source, self._pending = None, source, []
+
+    def warm(self) -> None:
+        """Build what the first update would otherwise build (see :meth:`IncrementalBuilder.warm`)."""
+        for lane in self.lanes or ():
+            lane.builder.warm()
+
+    def __getstate__(self) -> dict:
+        if self._rules is not None:
+            raise ValueError("detach the rules (detach_rules) before pickling a session")
+        return {k: v for k, v in vars(self).items() if k != "_rules_source"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._rules_source = None
 
     # -- reading ----------------------------------------------------------------------------------
     @property
@@ -165,6 +204,16 @@ class Incremental:
         states = sum(len(lane.state_of) for lane in self.lanes)
         return dataclasses.replace(self._pipeline, entries=entries, multicast_groups=groups, states=states)
 
+    def counts(self) -> tuple[int, int, int]:
+        """(entries, states, multicast groups) of the current pipeline, without building it."""
+        if self.lanes is None:
+            p = self._pipeline
+            return len(p.entries), p.states, len(p.multicast_groups)
+        entries = len(self._static) + sum(sum(lane.table_counts.values()) for lane in self.lanes)
+        groups = (len(self.lanes[0].groups.id_of) if self.lanes[0].groups is not None
+                  else len(self._pipeline.multicast_groups))
+        return entries, sum(len(lane.state_of) for lane in self.lanes), groups
+
     def stats(self) -> dict:
         p = self.pipeline()
         stats = {**self._stats, **pipeline_stats(p, self._stats.get("compile_seconds", 0.0))}
@@ -173,13 +222,16 @@ class Incremental:
         return stats
 
     # -- updating ---------------------------------------------------------------------------------
-    def update(self, add: Iterable[ast.Rule] = (), remove: Iterable[ast.Rule] = ()) -> Update:
-        """Add and remove rules; the delta from the pipeline before to the pipeline after."""
+    def update(self, add: Iterable[ast.Rule] = (), remove: Iterable[ast.Rule] = (), *, checked: bool = False) -> Update:
+        """Add and remove rules; the delta from the pipeline before to the pipeline after. ``checked``:
+        the caller knows every removed rule is in the set (a session without its rules, :meth:`detach_rules`,
+        then need not read them)."""
         start = time.perf_counter()
         add, remove = list(add), list(remove)
-        for r, k in Counter(remove).items():
-            if self.rules.get(r, 0) < k:
-                raise P4subError(f"cannot remove a rule that is not in the compiled set: {r}", r.location)
+        if not (checked and self._rules is None):
+            for r, k in Counter(remove).items():
+                if self.rules.get(r, 0) < k:
+                    raise P4subError(f"cannot remove a rule that is not in the compiled set: {r}", r.location)
         try:
             if self.lanes is None:
                 raise Fallback(self.why_not or "no incremental state")
@@ -243,11 +295,14 @@ class Incremental:
         for i, plan in plans.items():
             self.lanes[i].commit(plan)
         self.assignment.commit(moves)
-        for r in remove:
-            self.rules[r] -= 1
-            if not self.rules[r]:
-                del self.rules[r]
-        self.rules.update(add)
+        if self._rules is None:
+            self._pending.append((add, remove))
+        else:
+            for r in remove:
+                self._rules[r] -= 1
+                if not self._rules[r]:
+                    del self._rules[r]
+            self._rules.update(add)
         self.n_rules += len(add) - len(remove)
         self.reads, self.needs = +reads, +needs
         return Update(delta, True, rebuilt_root_edges=sum(p.rebuilt_edges for p in plans.values()),

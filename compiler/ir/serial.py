@@ -17,7 +17,7 @@ from typing import Any, Callable, Union
 
 from compiler.base import InputError, P4subError, read_text
 from compiler.ir import check as ir_check
-from compiler.ir.nodes import READABLE_VERSIONS, Pipeline
+from compiler.ir.nodes import READABLE_VERSIONS, Entry, Exact, Pipeline, Range
 
 
 def to_json(obj: Any) -> Any:
@@ -25,7 +25,12 @@ def to_json(obj: Any) -> Any:
     cls = type(obj)
     if cls in (int, str, float, bool) or obj is None:
         return obj
+    if cls is Entry:  # most of a large pipeline: written without the generic walk (same JSON)
+        return {"table": obj.table, "matches": [_match_json(m) for m in obj.matches], "action": obj.action,
+                "args": obj.args, "priority": obj.priority}
     if cls in (list, tuple):
+        if set(map(type, obj)) <= _PLAIN:  # a port list, a key's values: json writes them as they are
+            return obj
         return [to_json(x) for x in obj]
     if cls is dict:
         return {str(k): to_json(v) for k, v in obj.items()}
@@ -34,6 +39,15 @@ def to_json(obj: Any) -> Any:
     for name in names:
         out[name] = to_json(getattr(obj, name))
     return out
+
+
+def _match_json(m: Any) -> dict:
+    cls = type(m)
+    if cls is Exact:
+        return {"kind": "Exact", "value": m.value}
+    if cls is Range:
+        return {"kind": "Range", "lo": m.lo, "hi": m.hi}
+    return to_json(m)
 
 
 @functools.cache
@@ -95,6 +109,8 @@ def _converter(cls: Any) -> Callable[[Any], Any]:
 def _identity(data: Any) -> Any:
     return data
 
+
+_PLAIN = {int, str}
 
 _TAGGED = {"Exact", "Lpm", "Ternary", "Range", "Extract", "Advance"}
 

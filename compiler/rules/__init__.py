@@ -10,12 +10,13 @@
 * :mod:`.values` - how constants and packet values become the integers switches match on;
 * :mod:`.validity` - which headers a rule set reads: the guard and the 1-bit validity fields
   (a public module);
-* :mod:`.memo` - per-filter results shared by the compiles of a network (a public module).
+* :mod:`.memo` - per-filter results shared by the compiles of a network (a public module);
+* :mod:`.linediff` - two rule files diffed by lines, parsing only the changed ones (a public module).
 
-Public face: the names below and the modules :mod:`.validity` and :mod:`.memo`.
+Public face: the names below and the modules :mod:`.validity`, :mod:`.memo` and :mod:`.linediff`.
 """
 
-from compiler.rules import memo, validity
+from compiler.rules import linediff, memo, validity
 from compiler.rules.nodes import (
     AGGREGATES,
     FLIPPED,
@@ -66,6 +67,6 @@ __all__ = [
     "BadNumber", "Call", "Comparison", "Const", "Constant", "Drop", "Field", "Filter", "Forward", "IPAddress", "Loc",
     "MACAddress", "Not", "Number", "Or", "Rule", "RuleSet", "StateVar", "String", "TypedRules", "check_rules",
     "comparisons", "constant_value", "decode_string", "encode_string", "field_kind", "field_name", "guard_writes",
-    "header_of_validity", "is_validity", "json_value", "memo", "packet_value", "parse_rules", "read_rules",
+    "header_of_validity", "is_validity", "json_value", "linediff", "memo", "packet_value", "parse_rules", "read_rules",
     "scale_decimal", "string_prefix_range", "validity",
 ]
