@@ -316,8 +316,8 @@ def build_program(pipeline: ir.Pipeline, options: Bmv2Options = Bmv2Options()) -
         sizes[PORTS_TABLE] = size
         extra_tables.append(table)
         extra_actions.append(action)
-        extra_entries += [ir.Entry(PORTS_TABLE, (ir.Exact(g.id),), PORTS_ACTION, (bitmap,))
-                          for g, bitmap in zip(groups, port_bitmaps(groups))]
+        extra_entries += [ir.Entry(PORTS_TABLE, (ir.Exact(g.id),), PORTS_ACTION, (bits_of,))
+                          for g, bits_of in zip(groups, port_bitmaps(groups))]
 
     if bitmap:
         width = pipeline.delivery.width
