@@ -194,15 +194,16 @@ def test_split_on_the_command_line_states_its_cost_in_stats(tmp_path):
 
 @pytest.mark.tofino
 @pytest.mark.skipif(shutil.which("bf-p4c") is None, reason="bf-p4c is not on PATH (p4c built with -DENABLE_TOFINO=ON)")
-def test_bf_p4c_accepts_a_split_program(tmp_path):
+@pytest.mark.parametrize("delivery", ["groups", "bitmap"])
+def test_bf_p4c_accepts_a_split_program(tmp_path, delivery):
     out = tmp_path / "out"
     rules = tmp_path / "r.sub"
     rules.write_text(ITCH_RULES)
-    assert main(["compile", str(ITCH_SPEC), str(rules), "--target", "tofino", "--delivery", "groups",
+    assert main(["compile", str(ITCH_SPEC), str(rules), "--target", "tofino", "--delivery", delivery,
                  "--batch", "split", "-o", str(out)]) == 0
     assert main(["build", str(out)]) == 0
     res = json.loads((out / "resources.json").read_text())
-    assert res["stages"] <= 12
+    assert res["stages"] <= 12 and res["notes"]["batch_mode"] == "split"
 
 
 @pytest.fixture(scope="module")
@@ -232,16 +233,3 @@ def test_union_refuses_port_bitmaps_and_auto_takes_split_for_them():
     with pytest.raises(Exception, match="batch mode split"):
         build(itch_pipeline(delivery="bitmap"), TofinoOptions(batch="union"))
     assert build(itch_pipeline(delivery="bitmap"), TofinoOptions()).resources["notes"]["batch_mode"] == "split"
-
-
-@pytest.mark.tofino
-@pytest.mark.skipif(shutil.which("bf-p4c") is None, reason="bf-p4c is not on PATH (p4c built with -DENABLE_TOFINO=ON)")
-def test_bf_p4c_accepts_a_split_program_with_port_bitmaps(tmp_path):
-    out = tmp_path / "out"
-    rules = tmp_path / "r.sub"
-    rules.write_text(ITCH_RULES)
-    assert main(["compile", str(ITCH_SPEC), str(rules), "--target", "tofino", "--delivery", "bitmap",
-                 "-o", str(out)]) == 0
-    assert main(["build", str(out)]) == 0
-    res = json.loads((out / "resources.json").read_text())
-    assert res["stages"] <= 12 and res["notes"]["batch_mode"] == "split"
