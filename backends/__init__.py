@@ -26,15 +26,17 @@ from compiler.spec import Spec
 
 
 def target_compile_options(target: str, spec: Spec, options: CompileOptions,
-                           budget_given: Iterable[str] = (), routed: bool = False) -> CompileOptions:
+                           budget_given: Iterable[str] = (), routed: bool = False,
+                           batch: str = "auto") -> CompileOptions:
     """``options`` as ``target`` wants them: its table encodings (``compile_options``) and its limits
     (``compile_budget``), except the budget items the user named in ``budget_given``. One place for
     ``p4sub compile --target`` and for every switch of ``p4sub route --target`` (``routed``: a
-    routed switch keeps groups for a header stack, since its transforms rewrite leaf tables)."""
+    routed switch keeps groups for a header stack, since its transforms rewrite leaf tables; ``batch``:
+    the batch mode asked for, which must be one the backend renders bitmaps in, ``STACK_BITMAP_MODES``)."""
     backend = importlib.import_module(f"backends.{target}")
     if hasattr(backend, "compile_options"):
         options = replace(options, tables=backend.compile_options(spec, options.tables))
-    if getattr(backend, "STACK_BITMAPS", False) and not routed:
+    if batch in getattr(backend, "STACK_BITMAP_MODES", ()) and not routed:
         options = replace(options, stack_bitmaps=True)
     if hasattr(backend, "compile_budget"):
         limits = backend.compile_budget(options.budget)

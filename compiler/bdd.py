@@ -34,8 +34,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from compiler.base import CompileError
-from compiler.base.limits import checkpoint
+from compiler.base import CompileError, limits
 from compiler.dnf import DEFAULT_LIMIT, ActionSet, Cube, rule_actions, to_dnf
 from compiler.predicates import IntervalSet
 from compiler.rules import TypedRules, validity
@@ -187,6 +186,8 @@ def rule_cubes(typed: TypedRules, dnf_limit: int = DEFAULT_LIMIT,
     # A filter's cubes depend on the infos of the fields it tests: kept per set of infos.
     infos = shared.intern(tuple(typed.fields.items())) if shared is not None else None
     for i in (range(len(all_rules)) if rules is None else rules):
+        if not i % 1024:
+            limits.checkpoint()
         rule = all_rules[i]
         actions = _atomic_actions(rule)
         required = typed.rule_validity[i] if typed.rule_validity else ()
@@ -461,7 +462,7 @@ class _Builder:
         clip = start > 0 or stop < (1 << self.fields[level].width) - 1
         # Work per node grows with the rules it carries: bound that too, not only the edges made.
         self.work += len(objs)
-        checkpoint()  # the compile's time and memory budget (compiler.base.limits)
+        limits.checkpoint()  # the compile's time and memory budget (compiler.base.limits)
         if self.max_edges is not None and self.work > self.work_limit:
             raise DiagramTooLarge(f"the diagram passed {self.work_limit} rule visits "
                                   f"before {self.max_edges} edges")

@@ -14,8 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from compiler.intervals import comparison_intervals
-from compiler.rules import TypedRules
-from compiler.rules.nodes import comparisons
+from compiler.rules import TypedRules, comparisons
 
 
 @dataclass(frozen=True)

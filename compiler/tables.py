@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from compiler import ir
-from compiler.base import CompileError
+from compiler.base import CompileError, limits
 from compiler.bdd import Diagram
 from compiler.dnf import ActionSet
 from compiler.rules import validity
@@ -250,6 +250,7 @@ class _Slicer:
 
     # -- field stages -----------------------------------------------------------------------
     def stage(self, info: QueryField, nodes: list[int]) -> None:
+        limits.checkpoint()  # the compile's time and memory budget (compiler.base.limits)
         kind = self.choose_kind(info, nodes)
         base = self.named(f"field_{sanitize(info.name)}")
         state_key = ir.Key(self.state_field, self.state_width, "exact")

@@ -408,7 +408,8 @@ def _run(args: argparse.Namespace) -> int:
     backend = importlib.import_module(f"backends.{args.target}") if args.target != "none" else None
     if backend is not None:
         # The target's encodings and limits, except what --budget names: its resource estimate then judges the fit.
-        options = target_compile_options(args.target, spec, options, budget_items(args.budget))
+        options = target_compile_options(args.target, spec, options, budget_items(args.budget),
+                                         batch=args.batch or "auto")
     rules = read_rules(args.rules)
     emit_options = (backend.options_from_args(args),) if backend is not None and hasattr(backend, "options_from_args") else ()
     render = None  # pipeline -> what is written (checked in memory)
@@ -434,7 +435,8 @@ def _run(args: argparse.Namespace) -> int:
                 # The target's own resource model is the last judge of the entry budget: while it refuses
                 # a pipeline that the default budget let through, halve the budget (rules get widened).
                 try:
-                    rendered = render(compiled.pipeline)
+                    with limits.grace(0.5):  # the target judges what the search found
+                        rendered = render(compiled.pipeline)
                     break
                 except ResourceError as exc:
                     if args.exact or len(refusals) >= MAX_REFUSALS:

@@ -32,10 +32,11 @@ from compiler import ir
 from compiler.base import write_files
 from compiler.compile import Budget
 
-#: Packets of several messages render with port bitmaps too (a bitmap per message kept across the
-#: passes, the egress keeping per port the messages whose bitmap has its bit): compile's ``auto``
-#: may choose them for a header stack when groups do not fit (backends.target_compile_options).
-STACK_BITMAPS = True
+#: The batch modes (``--batch``) in which packets of several messages render with port bitmaps (a
+#: bitmap per message kept across the passes, the egress keeping per port the messages whose bitmap
+#: has its bit): compile's ``auto`` may then choose them for a header stack when groups do not fit
+#: (backends.target_compile_options).
+STACK_BITMAP_MODES = ("auto", "union", "prune")
 
 
 def render(pipeline: ir.Pipeline, options: Bmv2Options | None = None) -> dict[str, str]:

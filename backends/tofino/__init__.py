@@ -55,10 +55,11 @@ __all__ = ["emit", "emit_control", "build", "check_slots_fit", "compile_options"
            "options_from_args", "TofinoOptions", "IncludeOptions", "Rendered", "TOFINO1", "Target",
            "bf_p4c", "bfrt_check", "hitless", "install", "stack_program", "target", "vt_program"]
 
-#: Packets of several messages render with port bitmaps in batch mode split (pass 2 evaluates one
-#: message, as the single program does): compile's ``auto`` may choose bitmaps for a header stack
-#: when groups do not fit (backends.target_compile_options); routed switches keep groups.
-STACK_BITMAPS = True
+#: The batch modes (``--batch``) in which packets of several messages render with port bitmaps:
+#: split, whose pass 2 evaluates one message as the single program does (auto renders split for a
+#: bitmap pipeline). Compile's ``auto`` may then choose bitmaps for a header stack when groups do
+#: not fit (backends.target_compile_options); routed switches keep groups.
+STACK_BITMAP_MODES = ("auto", "split")
 
 PROGRAM_FILE = "program.p4"
 ENTRIES_FILE = "entries.bfrt.json"

@@ -31,7 +31,7 @@ from backends.tofino.ranges import nibble_rows, nibbles, prefix_cover, tcam_bloc
 from backends.tofino.slices import pieces, steps
 from backends.tofino.target import TOFINO1, Target
 from compiler import ir
-from compiler.base import ResourceError
+from compiler.base import ResourceError, limits
 
 
 @dataclass(frozen=True)
@@ -144,6 +144,7 @@ def plan(pipeline: ir.Pipeline, options: TofinoOptions = TofinoOptions(),
 
 
 def _table_layout(table: ir.Table, entries: list[ir.Entry], options: TofinoOptions, gress: str) -> TableLayout:
+    limits.checkpoint()  # a compile's --budget time=/memory= (compiler.base.limits): laying out tables takes minutes at scale
     target = options.target
     groups: list[tuple[KeyLayout, ...]] = []  # the Tofino keys of each IR key (two for a sliced one)
     for i, key in enumerate(table.keys):

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from backends.tofino.ranges import nibble_rows, prefix_cover
+from compiler.base import limits
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ def steps(intervals: list[tuple[int, int]], width: int, low_bits: int, nibble_bi
     out: list[tuple[Piece, int]] = []
     last_of_block: dict[int, int] = {}
     for i, (lo, hi) in enumerate(intervals):
+        if not i % 1024:
+            limits.checkpoint()  # the compile's time and memory budget (compiler.base.limits)
         block = lo >> low_bits
         end = hi & low_top if hi >> low_bits == block else low_top
         out.append((Piece(block, full, lo & low_top, _cheapest_end(lo & low_top, end, low_bits, nibble_bits)), i))

@@ -7,8 +7,9 @@
 * :mod:`.gc_pause` - the garbage collector paused while large object graphs are built;
 * :mod:`.spark_session` - Spark sessions whose executors can run p4sub (route and replay).
 
-It imports nothing else of p4sub. Its public face is the names below; :mod:`.gc_pause` and
-:mod:`.spark_session` are public modules (their users call them by module, as ``gc_pause.paused()``).
+It imports nothing else of p4sub. Its public face is the names below; :mod:`.gc_pause`,
+:mod:`.spark_session` and :mod:`.limits` (time and memory bounds on a compile) are public modules
+(their users call them by module, as ``gc_pause.paused()``).
 """
 
 from compiler.base.atomic import staged
@@ -24,6 +25,7 @@ from compiler.base.errors import (
     character_name,
     raise_all,
 )
+from compiler.base import limits
 from compiler.base.gc_pause import bulk_objects, paused
 from compiler.base.inputs import (
     InputError,
@@ -49,7 +51,7 @@ from compiler.base.spark_session import SessionStart, local_parallelism, parse_c
 __all__ = [
     "MANIFEST", "CompileError", "Listed", "file_sha256", "InputError", "P4subError", "ParseError", "ResourceError", "SessionStart",
     "SourceLocation", "SpecError", "TargetError", "TypeCheckError", "bulk_objects", "character_name", "check_regular", "find_listed",
-    "gc_pause", "listed", "local_parallelism", "open_input", "output_dir", "parse_conf", "paused", "raise_all",
+    "gc_pause", "limits", "listed", "local_parallelism", "open_input", "output_dir", "parse_conf", "paused", "raise_all",
     "read_bytes", "read_stdin", "read_text", "report_dir", "spark", "spark_errors", "spark_session", "staged",
     "staged_dir", "staged_outputs", "staged_report", "strip_bom", "text_lines", "write_files",
 ]

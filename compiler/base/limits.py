@@ -134,6 +134,26 @@ def share(fraction: float) -> Iterator[None]:
 
 
 @contextmanager
+def grace(fraction: float) -> Iterator[None]:
+    """Run the body with at least ``fraction`` of the time budget ahead of it, past the deadline if
+    need be: judging a layout the search found (a target's resource model laying it out) is what
+    turns it into an answer, so it is not cut off just as the deadline passes; it still cannot run
+    on without end. Memory is bounded as before."""
+    w = _active
+    if w is None or w.seconds is None:
+        yield
+        return
+    saved = w.deadline
+    w.deadline = max(saved, time.monotonic() + fraction * w.seconds)
+    if w.tripped is not None and w.tripped.kind == "time":
+        w.tripped = None
+    try:
+        yield
+    finally:
+        w.deadline = saved
+
+
+@contextmanager
 def bounded(seconds: float | None, memory: int | None) -> Iterator[None]:
     """Run the body under a time and memory bound (either may be None). Nested bounds keep the outer
     one (a routed network's switches compile under the network's bound)."""

@@ -70,6 +70,17 @@ def test_a_checkpoint_is_free_without_a_bound_and_raises_once_the_deadline_has_p
     limits.checkpoint()  # the bound ends with its block
 
 
+def test_a_grace_lets_the_target_judge_a_found_layout_past_the_deadline_and_no_further():
+    with limits.bounded(0.01, None):
+        time.sleep(0.02)
+        with pytest.raises(limits.OutOfBudget):
+            limits.checkpoint()
+        with limits.grace(100):  # 100 x 0.01 s: a second ahead of it
+            limits.checkpoint()
+        with pytest.raises(limits.OutOfBudget):
+            limits.checkpoint()  # the deadline is back
+
+
 def test_a_nested_bound_keeps_the_outer_one():
     with limits.bounded(60, None):
         with limits.bounded(0.001, None):
@@ -78,25 +89,27 @@ def test_a_nested_bound_keeps_the_outer_one():
         assert 0 < limits.remaining() <= 60
 
 
-def test_memory_past_the_ceiling_trips_the_next_checkpoint():
-    ceiling = limits.resident_bytes() + (64 << 20)
-    with limits.bounded(None, ceiling):
-        block = np.ones((96 << 20) // 8)  # touched: resident
+def test_memory_past_the_ceiling_trips_the_next_checkpoint(monkeypatch):
+    """The watcher reads resident memory (here a stand-in that grows past the ceiling)."""
+    resident = [100 << 20]
+    monkeypatch.setattr(limits, "resident_bytes", lambda: resident[0])
+    with limits.bounded(None, 128 << 20):
+        limits.checkpoint()
+        resident[0] = 140 << 20  # past the ceiling, below 1.5 times it
         deadline = time.monotonic() + 5
-        with pytest.raises(limits.OutOfBudget, match="memory ceiling") as caught:
+        with pytest.raises(limits.OutOfBudget, match="memory ceiling of 128 MB was reached") as caught:
             while time.monotonic() < deadline:
                 limits.checkpoint()
                 time.sleep(0.01)
         assert caught.value.kind == "memory"
-        del block
 
 
-def test_memory_far_past_the_ceiling_stops_a_step_that_never_checks():
-    ceiling = limits.resident_bytes() + (32 << 20)
-    grow = int(limits.HARD_FACTOR * ceiling) - limits.resident_bytes() + (64 << 20)
+def test_memory_far_past_the_ceiling_stops_a_step_that_never_checks(monkeypatch):
+    resident = [100 << 20]
+    monkeypatch.setattr(limits, "resident_bytes", lambda: resident[0])
     with pytest.raises(limits.OutOfBudget, match="stopped there"):
-        with limits.bounded(None, ceiling):
-            np.ones(grow // 8)  # the signal may come while it is held, or just after
+        with limits.bounded(None, 128 << 20):
+            resident[0] = 200 << 20  # past 1.5 times the ceiling
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline:  # no checkpoint: only the watcher's signal ends this
                 time.sleep(0.01)
