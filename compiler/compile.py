@@ -67,7 +67,10 @@ def parse_budget(text: str, base: Budget = Budget()) -> Budget:
                 raise P4subError(f"--budget {text!r}: time={number!r}: {expected}")
             values["seconds"] = seconds
         elif name == "memory":
-            values["memory"] = limits.parse_size(number)
+            try:
+                values["memory"] = limits.parse_size(number)
+            except P4subError as exc:
+                raise P4subError(f"--budget {text!r}: {exc.message}") from None
         elif name not in ("entries", "groups", "stages") or not number.isdigit() or int(number) < 1:
             raise P4subError(f"--budget {text!r}: {expected}")
         else:

@@ -185,7 +185,7 @@ def budget_text(text: str) -> str:
     """``--budget``'s argument, refused when it names nothing: ``--budget ''`` compiled with the default
     budget without a word, which ``--exact`` then judged against (a probe's case)."""
     if not text.strip(" ,"):
-        raise argparse.ArgumentTypeError(f"{text!r} names nothing; expected entries=N,groups=M,stages=S "
+        raise argparse.ArgumentTypeError(f"{text!r} names nothing; expected entries=N,groups=M,stages=S,time=SECONDS,memory=SIZE "
                                          "(leave --budget out for the default)")
     return text
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 import random
 import re
 import struct
@@ -61,6 +62,20 @@ def build(pipeline, out: Path) -> None:
     rc = main(["build", str(out), "--p4c", P4C])
     assert rc == 0
     assert (out / "program.json").is_file() and (out / "p4info.txt").is_file()
+
+
+@contextmanager
+def cli_switch(pipeline, out: Path, tmp_path: Path):
+    """The program built into ``out``, running on simple_switch (ports 0-3) with commands.txt loaded
+    through its CLI; closed afterwards."""
+    build(pipeline, out)
+    switch = Bmv2Switch([0, 1, 2, 3], tmp_path, program_json=out / "program.json")
+    try:
+        text = switch.cli((out / bmv2.COMMANDS).read_text())
+        assert "Error" not in text and "Invalid" not in text, text
+        yield switch
+    finally:
+        switch.close()
 
 
 def scalar_probes(model: Model, ttls: tuple[int, ...]) -> tuple[list, list]:
@@ -258,16 +273,10 @@ def test_commands_txt_on_simple_switch_cli_gives_the_same_forwarding(tmp_path):
 def probe_cli_switch(pipeline, out: Path, tmp_path: Path, ttls: tuple[int, ...]) -> list:
     """Build the program, load commands.txt into simple_switch through its CLI, send the scalar probes
     and compare what comes out with the reference model; returns the expected (port, frame) list."""
-    build(pipeline, out)
-    switch = Bmv2Switch([0, 1, 2, 3], tmp_path, program_json=out / "program.json")
-    try:
-        text = switch.cli((out / bmv2.COMMANDS).read_text())
-        assert "Error" not in text and "Invalid" not in text, text
+    with cli_switch(pipeline, out, tmp_path) as switch:
         send, expected = scalar_probes(Model(pipeline), ttls)
         _compare(switch.exchange(send, [1, 2, 3], [5000]), expected)
         return expected
-    finally:
-        switch.close()
 
 
 @pytest.mark.bmv2
@@ -311,11 +320,7 @@ def test_batched_itch_with_port_bitmaps_on_simple_switch_prunes_as_the_model(tmp
     require_cli_switch()
     pipeline = h.compile_text(h.itch_spec(), h.ITCH_RULES, delivery="bitmap", lanes=lanes).pipeline
     out = tmp_path / "itch"
-    build(pipeline, out)
-    switch = Bmv2Switch([0, 1, 2, 3], tmp_path, program_json=out / "program.json")
-    try:
-        text = switch.cli((out / bmv2.COMMANDS).read_text())
-        assert "Error" not in text and "Invalid" not in text, text
+    with cli_switch(pipeline, out, tmp_path) as switch:
         rng = random.Random(11)
         send, expected = [], []
         for seq in range(40):
@@ -324,8 +329,6 @@ def test_batched_itch_with_port_bitmaps_on_simple_switch_prunes_as_the_model(tmp
             expected += list(pk.expected_itch(Model(pipeline), orders, seq).items())
         send.append((0, pk.itch_packet([], 999)))  # heartbeat: no message, dropped
         _compare(switch.exchange(send, [1, 2, 3], [pk.ITCH_PORT]), expected)
-    finally:
-        switch.close()
 
 
 def ipv6_udp(i: int, dport: int) -> bytes:
@@ -378,17 +381,11 @@ def test_rules_over_disjoint_protocols_coexist_on_simple_switch(tmp_path, delive
     pipeline = compile_rules(spec, parse_rules(h.COEXIST_RULES), options).pipeline
     assert pipeline.guard == ()
     out = tmp_path / delivery
-    build(pipeline, out)
-    switch = Bmv2Switch([0, 1, 2, 3], tmp_path, program_json=out / "program.json")
-    try:
-        text = switch.cli((out / bmv2.COMMANDS).read_text())
-        assert "Error" not in text and "Invalid" not in text, text
+    with cli_switch(pipeline, out, tmp_path) as switch:
         send, expected = coexist_probes(pipeline, spec)
         assert {p for p, _ in expected} == {1, 2, 3}, "the probes must reach every rule's port"
         assert sum(1 for p, d in expected if d[12:14] == b"\x86\xdd") == (10 if default != "drop" else 0)
         _compare(switch.exchange(send, [1, 2, 3], [53, 1234, 9]), expected)
-    finally:
-        switch.close()
 
 
 def coexistence_example_probes(pipeline, spec, seed: int = 11) -> tuple[list, list]:
@@ -443,15 +440,9 @@ def test_coexistence_example_forwards_itch_int_dns_and_ipv4_on_simple_switch(tmp
     compiled = compile_rules(spec, parse_rules((root / "rules.sub").read_text()))
     pipeline = compiled.pipeline
     out = tmp_path / "coexistence"
-    build(pipeline, out)
-    switch = Bmv2Switch([0, 1, 2, 3], tmp_path, program_json=out / "program.json")
-    try:
-        text = switch.cli((out / bmv2.COMMANDS).read_text())
-        assert "Error" not in text and "Invalid" not in text, text
+    with cli_switch(pipeline, out, tmp_path) as switch:
         send, expected = coexistence_example_probes(pipeline, spec)
         assert {p for p, _ in expected} == {1, 2, 3}
         kinds = {int.from_bytes(d[36:38], "big") for _, d in expected}
         assert kinds == {9, 1234, 53, 5000}, "every protocol must be forwarded somewhere"
         _compare(switch.exchange(send, [1, 2, 3], [9, 1234, 53, 5000]), expected)
-    finally:
-        switch.close()
