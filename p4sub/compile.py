@@ -427,8 +427,8 @@ def _run(args: argparse.Namespace) -> int:
         render = judge.wrap(backend.build)
     refusals: list[str] = []
     # The search is bounded (--budget time=,memory=; compiler.base.limits); writing the result is not.
-    with limits.bounded(options.budget.seconds, options.budget.memory or limits.default_memory()):
-        try:
+    try:
+        with limits.bounded(options.budget.seconds, options.budget.memory or limits.default_memory()):
             compiled = compile_rules(spec, rules, options)
             rendered = None
             while render is not None and not args.like:
@@ -445,8 +445,8 @@ def _run(args: argparse.Namespace) -> int:
                     refusals.append(f"{args.target}: {exc}")
                     limits.checkpoint()
                     compiled = compile_rules(spec, rules, options)
-        except limits.OutOfBudget as exc:
-            raise out_of_budget(exc, args.target, refusals, spec, rules, options) from None
+    except limits.OutOfBudget as exc:
+        raise out_of_budget(exc, args.target, refusals, spec, rules, options) from None
     for note in compiled.typed.spec.notes:  # what the spec reader skipped, actions inferred from the rules
         print(note, file=sys.stderr)
     if rendered is not None and isinstance(getattr(rendered, "resources", None), dict) and "batch" in rendered.resources:

@@ -169,33 +169,40 @@ def bounded(seconds: float | None, memory: int | None) -> Iterator[None]:
     previous = signal.signal(hard, _raise_tripped) if hard is not None else None
 
     def watch_memory() -> None:
-        while not stop.wait(POLL_SECONDS):
+        while True:
             used = resident_bytes()
             watch.peak = max(watch.peak, used)
-            if memory is None or used <= memory:
-                continue
-            if watch.tripped is None:
-                watch.tripped = OutOfBudget("memory", f"the memory ceiling of {format_size(memory)} was reached "
-                                                      f"({format_size(used)} resident)")
-            if hard is not None and used > HARD_FACTOR * memory:
-                signal.pthread_kill(main.ident, hard)
+            if memory is not None and used > memory:
+                if watch.tripped is None:
+                    watch.tripped = _memory_ran_out(memory, used)
+                if hard is not None and used > HARD_FACTOR * memory:
+                    signal.pthread_kill(main.ident, hard)
+                    return
+            if stop.wait(POLL_SECONDS):
                 return
 
     watcher = threading.Thread(target=watch_memory, name="p4sub-memory", daemon=True) if memory is not None else None
+    if memory is not None and (used := resident_bytes()) > memory:
+        # Already past the ceiling: a short compile must not finish between the watcher's polls.
+        watch.tripped = _memory_ran_out(memory, used)
     _active = watch
-    if watcher is not None:
-        watcher.start()
     try:
+        if watcher is not None:
+            watcher.start()  # inside the try: its hard stop may come before the body starts
         yield
     finally:
         _active = None
         stop.set()
-        if watcher is not None:
+        if watcher is not None and watcher.is_alive():
             watcher.join()
         if hard is not None and previous not in (signal.SIG_DFL, None):
             # Left installed over the default (which ends the process): a signal the watcher sent
             # just before the body ended may still be on its way; with no bound active it does nothing.
             signal.signal(hard, previous)
+
+
+def _memory_ran_out(memory: int, used: int) -> OutOfBudget:
+    return OutOfBudget("memory", f"the memory ceiling of {format_size(memory)} was reached ({format_size(used)} resident)")
 
 
 def _raise_tripped(signum, frame) -> None:

@@ -120,11 +120,11 @@ def compile_switch(task: SwitchTask, keep_pipeline: bool = False) -> list[dict[s
         tested = {c.attribute.name for r in rules for c in ast.comparisons(r.filter)}
         options = dataclasses.replace(options, field_order=tuple(f for f in options.field_order if f in tested))
     # The diagram and its tables are millions of live objects; --budget time=,memory= bound each switch.
-    with gc_pause.paused(), limits.bounded(options.budget.seconds, options.budget.memory):
-        try:
+    try:  # outside the bound: its hard stop may land while the bound is being set up
+        with gc_pause.paused(), limits.bounded(options.budget.seconds, options.budget.memory):
             compiled = compile_rules(task.spec, rules, options)
-        except limits.OutOfBudget as exc:
-            raise P4subError(f"{exc.message}; raise --budget time=/memory=") from None
+    except limits.OutOfBudget as exc:
+        raise P4subError(f"{exc.message}; raise --budget time=/memory=") from None
     misses_up = sr.miss_up and rules is sr.rules
     pipeline = send_misses_up(compiled.pipeline) if misses_up else compiled.pipeline
     text = _rules_text(rules) if task.out_dir is not None else ""
