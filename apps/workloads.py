@@ -115,20 +115,42 @@ def latency_thresholds(count: int, low_ns: int = 1_000, high_ns: int = 10_000_00
     return values
 
 
-def int_rules(filters: int, switches: int = 100, thresholds: int = 1000, hosts: int = 200, seed: int = 0) -> Iterator[str]:
+#: Queue-occupancy thresholds (packets), log-spaced: the INT generator's queues hold a few packets
+#: normally and 2,000 to 20,000 in an anomaly (apps.int.generator).
+OCCUPANCY_LEVELS = np.unique(np.geomspace(1, 20_000, 200).astype(np.int64))
+
+
+def int_rules(filters: int, switches: int = 100, thresholds: int = 1000, hosts: int = 200, seed: int = 0,
+              constraints: int = 2) -> Iterator[str]:
+    """Camus INT rules on the last hop pushed. Constraints, in order: switch_id ==, hop_latency >,
+    queue_occupancy >, hop_latency < (an upper band above the lower bound): the spec's three query
+    fields, the latency twice as a band. Two (Camus's) draw the same rules as before there was a choice."""
     _check(filters >= 0, "--filters must be >= 0")
     _check(switches >= 1 and hosts >= 1, "--switches and --hosts must be at least 1")
+    _check(1 <= constraints <= 4, "INT filters have 1 to 4 constraints")
     levels = latency_thresholds(thresholds)
     rng = np.random.default_rng(seed)
-    yield _header("int", filters=filters, switches=switches, thresholds=thresholds, hosts=hosts, seed=seed)
+    yield _header("int", filters=filters, switches=switches, thresholds=thresholds, hosts=hosts, seed=seed,
+                  constraints=constraints)
     done = 0
     while done < filters:
         n = min(BLOCK, filters - done)
         sw = rng.integers(1, switches + 1, n)
         lat = rng.integers(0, len(levels), n)
         host = rng.integers(1, hosts + 1, n)
+        if constraints >= 3:  # drawn after the two-constraint draws, which stay as they were
+            occupancy = rng.choice(OCCUPANCY_LEVELS, n)
+            band = rng.integers(1, 11, n)  # the upper bound, 1 to 10 thresholds above the lower
         for i in range(n):
-            yield f"int_hop.switch_id == {int(sw[i])} and int_hop.hop_latency > {levels[lat[i]]}: fwd({int(host[i])});"
+            parts = [f"int_hop.switch_id == {int(sw[i])}"]
+            if constraints >= 2:
+                parts.append(f"int_hop.hop_latency > {levels[lat[i]]}")
+            if constraints >= 3:
+                parts.append(f"int_hop.queue_occupancy > {int(occupancy[i])}")
+            if constraints >= 4:
+                upper = levels[lat[i] + band[i]] if lat[i] + band[i] < len(levels) else levels[-1] + int(band[i])
+                parts.append(f"int_hop.hop_latency < {upper}")
+            yield f"{' and '.join(parts)}: fwd({int(host[i])});"
         done += n
 
 

@@ -204,8 +204,13 @@ def run_rules(args: argparse.Namespace) -> int:
             raise P4subError("itch takes a single --constraints value (1..5)")
         lines = w.itch_rules(args.filters, args.symbols, args.hosts, lo, args.integer_prices, args.symbol_zipf, args.seed)
     elif args.workload == "int":
-        lines = w.int_rules(args.filters, args.switches, args.thresholds, args.hosts, args.seed)
+        lo, hi = args.constraints or (2, 2)
+        if lo != hi:
+            raise P4subError("int takes a single --constraints value (1..4)")
+        lines = w.int_rules(args.filters, args.switches, args.thresholds, args.hosts, args.seed, lo)
     elif args.workload == "hicn":
+        if args.constraints is not None:
+            raise P4subError("--constraints does not apply to --workload hicn (one exact id per filter)")
         lines = w.hicn_rules(args.filters, args.field, args.id_bits, args.hosts, args.seed)
     else:
         ops = tuple(args.operators.split()) if args.operators else w.SIENA_OPERATORS
@@ -441,7 +446,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "each rule forwards to --hosts-per-rule of its hosts, by name (fwd(h3, h12))")
     rules.add_argument("--hosts-per-rule", type=_range, default=None, metavar="LO-HI",
                        help="with --topology: subscribing hosts per rule, drawn uniformly (1-3)")
-    rules.add_argument("--constraints", type=_range, help="constraints per filter: itch N in 1..5 (2), siena LO-HI (1-4)")
+    rules.add_argument("--constraints", type=_range, help="constraints per filter: itch N in 1..5 (2), int N in 1..4 (2), siena LO-HI (1-4)")
     rules.add_argument("--symbols", type=int, default=100, help="itch: stock symbols, as gen itch names them (100)")
     rules.add_argument("--integer-prices", action="store_true", help="itch: whole-dollar price thresholds")
     rules.add_argument("--symbol-zipf", type=_exponent, default=0.0, help="itch: Zipf exponent of symbol choice (0 = uniform)")

@@ -63,6 +63,9 @@ def test_every_subcommand_has_help_with_an_example(sub: str, capsys: pytest.Capt
         (["gen", "int", "--hops", "0-3", "-o", "x.pcap"], "--hops"),
         (["gen", "rules", "--workload", "siena", "--filters", "5", "--operators", "~"], "unknown operators"),
         (["gen", "rules", "--workload", "itch", "--filters", "5", "--constraints", "9"], "1 to 5"),
+        (["gen", "rules", "--workload", "int", "--filters", "5", "--constraints", "5"], "1 to 4"),
+        (["gen", "rules", "--workload", "int", "--filters", "5", "--constraints", "1-3"], "single --constraints"),
+        (["gen", "rules", "--workload", "hicn", "--filters", "5", "--constraints", "2"], "does not apply"),
         (["gen", "rules", "--workload", "hicn", "--filters", "5", "-o", "/nonexistent/dir/r.sub"], "cannot write"),
     ],
 )

@@ -105,6 +105,32 @@ def test_int_rules_use_the_thresholds_and_switches() -> None:
     assert seen_lat <= set(levels) and len(seen_lat) > 990
 
 
+INT_RULE = re.compile(
+    r"^int_hop\.switch_id == (?P<sw>\d+)(?: and int_hop\.hop_latency > (?P<lat>\d+))?"
+    r"(?: and int_hop\.queue_occupancy > (?P<q>\d+))?(?: and int_hop\.hop_latency < (?P<up>\d+))?: fwd\((\d+)\);$"
+)
+
+
+@pytest.mark.parametrize("constraints", [1, 2, 3, 4])
+def test_int_rules_take_one_to_four_constraints(constraints: int) -> None:
+    levels = set(latency_thresholds(1000))
+    lines = rules_of(list(int_rules(5000, constraints=constraints, seed=5)))
+    for line in lines:
+        m = INT_RULE.match(line)
+        assert m, line
+        assert [m[g] is not None for g in ("lat", "q", "up")] == [constraints >= 2, constraints >= 3, constraints >= 4]
+        if m["lat"]:
+            assert int(m["lat"]) in levels
+        if m["q"]:
+            assert 1 <= int(m["q"]) <= 20_000
+        if m["up"]:
+            assert int(m["up"]) > int(m["lat"])
+    if constraints == 2:  # Camus's two constraints: the rules drawn before there was a choice
+        assert lines == rules_of(list(int_rules(5000, seed=5)))
+    assert all(a.split(" and ")[:constraints - 1] == b.split(" and ")[:constraints - 1]
+               for a, b in zip(lines, rules_of(list(int_rules(5000, constraints=4, seed=5)))))
+
+
 def test_hicn_ids_are_distinct_and_fit_their_width() -> None:
     lines = rules_of(list(hicn_rules(50_000, field="name.id", id_bits=20, seed=2)))
     ids = [int(re.match(r"^name\.id == (\d+): fwd\(\d+\);$", line)[1]) for line in lines]  # type: ignore[index]
@@ -157,6 +183,7 @@ def test_same_seed_same_text_other_seed_other_text() -> None:
         lambda: siena_rules(10, SienaConfig(operators=("~",))),
         lambda: siena_rules(10, SienaConfig(attributes=2, constraints=(1, 3))),
         lambda: hicn_rules(10, field="noheader"),
+        lambda: int_rules(10, constraints=5),
     ],
 )
 def test_bad_options_are_user_errors(make) -> None:  # type: ignore[no-untyped-def]
