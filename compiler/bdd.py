@@ -213,12 +213,13 @@ class DiagramTooLarge(CompileError):
 
 def build_cubes(cubes: list[tuple[Cube, tuple]], fields: dict[str, QueryField], *,
                 field_order: Sequence[str] | None = None, seed: int = 0, emit: bool = False,
-                max_edges: int | None = None, extra_work: int = 0) -> Diagram:
+                max_edges: int | None = None, extra_work: int = 0, max_work: int | None = None) -> Diagram:
     """The diagram of ``cubes``. With ``max_edges``, :class:`DiagramTooLarge` past that many edges,
     or past ``WORK_PER_EDGE`` rule visits per edge of it plus ``WORK_PER_CUBE`` per cube plus
-    ``extra_work`` (a search lets a candidate spend about what the best one so far spent)."""
+    ``extra_work`` (a search lets a candidate spend about what the best one so far spent), or past
+    ``max_work`` visits when that is less (a probe that is worth only a cheap try)."""
     order = _resolve_order(field_order, [c for c, _ in cubes], fields)
-    return _Builder([fields[n] for n in order], seed, emit, max_edges, extra_work).run(cubes)
+    return _Builder([fields[n] for n in order], seed, emit, max_edges, extra_work, max_work).run(cubes)
 
 
 def _atomic_actions(rule) -> tuple:
@@ -250,12 +251,13 @@ def _resolve_order(field_order: Sequence[str] | None, cubes: list[Cube], fields:
 
 class _Builder:
     def __init__(self, fields: list[QueryField], seed: int, emit: bool = False, max_edges: int | None = None,
-                 extra_work: int = 0) -> None:
+                 extra_work: int = 0, max_work: int | None = None) -> None:
         self.max_edges = max_edges
         self.edge_count = 0
         self.work = 0
         # Rule visits allowed with max_edges (run() adds the cubes' share).
         self.work_limit = WORK_PER_EDGE * max_edges + extra_work if max_edges is not None else 0
+        self.max_work = max_work
         self.fields = fields
         self.levels = len(fields)
         self.emit = emit
@@ -407,6 +409,8 @@ class _Builder:
         roots: set[int] = set()
         item = self._item
         self.work_limit += WORK_PER_CUBE * len(cubes)
+        if self.max_edges is not None and self.max_work is not None:
+            self.work_limit = min(self.work_limit, self.max_work)
         for cube, actions in cubes:
             items = tuple(item(a) for a in actions)
             if not items:
@@ -602,7 +606,7 @@ class _Builder:
         """The node over the undecided objects ``counts`` (hash sum ``hsum``) below an edge whose
         path has emitted ``given``: without the objects that could give only given ports, and with
         what is given of the others' ports (:meth:`_sweep`, "given ports")."""
-        if not given or by_reach is None or len(by_reach) > _MAX_REACH_GROUPS:
+        if not given or by_reach is None or len(by_reach) > MAX_REACH_GROUPS:
             given = 0  # nothing to leave out (or too many port sets to check per edge: built whole)
         size, kept, full = len(counts), 0, given
         if given:
@@ -695,7 +699,7 @@ class _Builder:
 
 #: An edge checks the given ports (:meth:`_Builder._sweep`) only while its child's objects have at most
 #: this many distinct port sets (a routed switch has a few ports; a lone switch may have hundreds).
-_MAX_REACH_GROUPS = 64
+MAX_REACH_GROUPS = 64
 
 
 def _count_in(by_reach: dict[int, list[int]], reach: int, key: int, delta: int) -> None:

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from compiler.bdd import Diagram, DiagramTooLarge, build_cubes, default_field_order, edge_count
+from compiler.bdd import MAX_REACH_GROUPS, Diagram, DiagramTooLarge, build_cubes, default_field_order, edge_count
 from compiler.dnf import Cube
 from compiler.spec import QueryField
 
@@ -133,12 +133,12 @@ def completion_order(sigs: Sequence[frozenset[str]], fields: Sequence[str]) -> l
 
 def build_lane(cubes: Cubes, fields: dict[str, QueryField], *, field_order: Sequence[str] | None,
                max_edges: int | None, search_seconds: float = 0.0, hub: str | None = None,
-               extra_work: int = 0) -> Diagram:
+               extra_work: int = 0, max_work: int | None = None) -> Diagram:
     """One lane's diagram (outputs on edges) in the best of the default order and the completion
     order after the hub, then improved by sifting within ``search_seconds`` (an explicit order is kept)."""
     if field_order:
         return build_cubes(cubes, fields, field_order=field_order, emit=True, max_edges=max_edges,
-                           extra_work=extra_work)
+                           extra_work=extra_work, max_work=max_work)
     names = _tested(cubes, fields)
     sigs = [frozenset(n for n, _ in cube) for cube, _ in cubes]
     rest = [f for f in names if f != hub]
@@ -150,7 +150,8 @@ def build_lane(cubes: Cubes, fields: dict[str, QueryField], *, field_order: Sequ
         if order is None and (first == names or (best is not None and edge_count(best) <= 1)):
             continue  # the same order, or one edge already (a lane that gives a port needs one)
         try:
-            d = build_cubes(cubes, fields, field_order=order, emit=True, max_edges=size, extra_work=extra_work)
+            d = build_cubes(cubes, fields, field_order=order, emit=True, max_edges=size, extra_work=extra_work,
+                            max_work=max_work)
         except DiagramTooLarge:
             continue
         if best is None or edge_count(d) < edge_count(best):
@@ -374,8 +375,12 @@ def choose_lanes(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], *, la
         if partition == "auto" and len(ports) >= 2 and max_lanes >= 2:
             # One lane per port (or per group of ports) first, then fewer groups within the slack.
             by_port([n for n in sorted(_candidates(len(ports), max_lanes), reverse=True) if n > 1], probe_cap)
-        probe = None if optimal() else _probe_one_lane(cubes_of, fields, field_order, bound(probe_cap),
-                                                       WORK_SLACK * spent())
+        # One lane is small only through the given ports, which an edge checks only among few port
+        # sets (bdd.MAX_REACH_GROUPS): with more, the probe would build a one-lane diagram in vain
+        # (a lone switch's 100k Siena filters over 200 hosts: 45 s per widening step tried).
+        port_sets = {frozenset(_rule_ports(cubes)) for i, cubes in enumerate(cubes_of) if i not in pinned_set}
+        probe = None if optimal() or len(port_sets) > MAX_REACH_GROUPS else _probe_one_lane(
+            cubes_of, fields, field_order, bound(probe_cap), WORK_SLACK * spent())
         if probe is not None:
             tried.append((1, probe.size, "one lane"))
             consider(probe)
@@ -394,6 +399,11 @@ def choose_lanes(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], *, la
     return LaneChoice(best.lanes, best.diagrams, best.size, tuple(tried), best.ports)
 #: The one-lane probe stops past this many edges per cube (and at the caller's bound).
 PROBE_EDGES_PER_CUBE = 2
+#: ... and past this many rule visits per cube. The one lanes the probe is for (routed switches,
+#: rules that make each other redundant) took at most 22 per cube on fat trees k=4 and 8 (1k and 10k
+#: Siena filters); a single switch's 100k Siena filters reached the edge bound's 128 visits per cube
+#: only after 140 s, each visit of a node of 50k rules costing about 10 us.
+PROBE_WORK_PER_CUBE = 32
 
 
 def _probe_one_lane(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], field_order: Sequence[str] | None,
@@ -409,7 +419,8 @@ def _probe_one_lane(cubes_of: Sequence[Cubes], fields: dict[str, QueryField], fi
     """
     cubes = [c for part in cubes_of for c in part]
     try:
-        d = build_lane(cubes, fields, field_order=field_order, max_edges=max_edges, extra_work=extra_work)
+        d = build_lane(cubes, fields, field_order=field_order, max_edges=max_edges, extra_work=extra_work,
+                       max_work=PROBE_WORK_PER_CUBE * len(cubes) + extra_work)
     except DiagramTooLarge:
         return None
     return LaneChoice((tuple(range(len(cubes_of))),), (d,), edge_count(d), ())
