@@ -62,8 +62,9 @@ class PleromaEvalConfig:
     #: The finest PLEROMA row per network: rank indexing at full resolution, at most this many dz's
     #: per subscription (exact when none needs more); None leaves the row out.
     finest_max_dz: int | None = 1024
-    #: Keep each network's unconstrained flows at the merge resolution (``tables``, not JSON) so that
-    #: the command can render them as BMv2 programs.
+    #: Keep each network's flows at the merge resolution, unconstrained (``tables``) and after each
+    #: method under each limit (``merged_tables``), not JSON, so that the command can render them as
+    #: BMv2 programs.
     keep_tables: bool = False
     seed: int = 1
 
@@ -230,6 +231,8 @@ def evaluate_network(topology: Topology, spec_text: str, workload: str, config: 
                                merge_ratio=round(st.merge_ratio, 4), merges=st.merges,
                                merge_seconds=round(time.perf_counter() - start, 3))
             out["merged"].append(row)
+            if config.keep_tables:
+                out.setdefault("merged_tables", []).append((method, limit, tables))
     if tightest is not None:
         say(f"{spec_text} {workload}: p4sub under {tightest} entries")
         try:

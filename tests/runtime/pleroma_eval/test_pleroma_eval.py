@@ -21,6 +21,14 @@ def test_quick_run_writes_json_table_and_plots_and_misses_nothing(tmp_path, caps
     groups = sum((p.parent / "commands.txt").read_text().count("mc_mgrp_create") for p in programs)
     merged_base = next(r for r in itch["pleroma"] if r["requested_resolution"] == 24)
     assert total - groups == merged_base["flows"]["total"]
+    # And one directory per merge method and limit, its entries as many as the flows that method left.
+    for row in itch["merged"]:
+        d = out / "bmv2" / f"fat-tree4-itch-{row['method']}-{row['limit']}"
+        programs = sorted(d.glob("*/program.p4"))
+        assert len(programs) == itch["switches"], d
+        entries = sum(len(json.loads((p.parent / "entries.p4rt.json").read_text())["updates"]) for p in programs)
+        groups = sum((p.parent / "commands.txt").read_text().count("mc_mgrp_create") for p in programs)
+        assert entries - groups == row["flows"]["total"], row["method"]
     for net in report["networks"]:
         rows = net["pleroma"] + net["merged"] + [net["finest"]] + [r for r in net["p4sub"] if "error" not in r]
         assert rows and all(r["false_negatives"] == 0 for r in rows)
