@@ -105,6 +105,7 @@ class _TablePlanner:
             if not self.below[k]:
                 self._push_ready(k)
         self.safe: set[str] = {d for d in self.pending_del if self._safe_delete(d)}
+        self.growth = len(new) - len(old)
 
     def _subtree(self, k: str) -> list[str]:
         lo = bisect.bisect_left(self.keys, k)
@@ -187,8 +188,9 @@ def _prefixes(k: str) -> Iterable[str]:
 def plan(old: Tables, new: Tables, switches: Iterable[str] | None = None) -> Plan:
     """The steps taking every switch from ``old`` to ``new``, switch after switch (``switches``' order,
     else ``old``'s then ``new``'s), each switch's steps ordered as the module docstring says; within
-    a switch the ingress ports' tables take turns by the rank of their next step, so that deletions and
-    merges on one port free entries before additions on another use them."""
+    a switch the ingress ports' tables take turns by the rank of their next step, then shrinking tables
+    before growing ones, so that deletions and merges on one port free entries before additions on
+    another use them."""
     order = list(switches) if switches is not None else list(dict.fromkeys([*old, *new]))
     out = Plan()
     for s in order:
@@ -198,10 +200,10 @@ def plan(old: Tables, new: Tables, switches: Iterable[str] | None = None) -> Pla
         out.before[s] = size
         out.peak[s] = size
         while True:
-            ranked = [(r, i) for i, p in planners.items() if (r := p.next_rank()) is not None]
+            ranked = [(r, p.growth, i) for i, p in planners.items() if (r := p.next_rank()) is not None]
             if not ranked:
                 break
-            _, i = min(ranked)
+            _, _, i = min(ranked)
             op, dz, ports = planners[i].step()
             size += 1 if op == "add" else -1 if op == "delete" else 0
             out.peak[s] = max(out.peak[s], size)

@@ -60,6 +60,17 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(_pleroma_line(f"{r['method']}, limit {r['limit']} ({round(100 * r['limit_share'])} %)"
                                        f"{'' if r['fits'] else ', does not fit'}", r, f"+{r['merge_seconds']}"))
         lines.append("")
+        if net.get("deployment"):
+            lines += ["Change sets deployed as S2 Alg. 7 (every state forwards each event as the old or the new "
+                      "flows): steps, and the most flows a switch holds above max(before, after).", "",
+                      "| change | limit | steps | add | modify | delete | flows before | after | largest switch "
+                      "at peak | peak above max(before, after) | plan s |",
+                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            for d in net["deployment"]:
+                lines.append(f"| {d['change']} | {d.get('limit', '')} | {d['steps']} | {d['add']} | {d['modify']} | "
+                             f"{d['delete']} | {d['flows_before']} | {d['flows_after']} | {d['max_peak']} | "
+                             f"{d['overshoot']} | {d['seconds']} |")
+            lines.append("")
     b = report.get("balogh")
     if b:
         u = b["unconstrained"]

@@ -40,9 +40,22 @@ def test_quick_run_writes_json_table_and_plots_and_misses_nothing(tmp_path, caps
             assert r["flows"]["max"] <= r["limit"] and r["fits"]
         # The same events reach both systems: the deliveries wanted are the same.
         assert len({r["delivered"] - r["false_positives"] for r in rows}) == 1
+        # Every change set planned (S2 Alg. 7): the churn, and each merge from the flows it started from.
+        plans = {d["change"]: d for d in net["deployment"]}
+        assert any(c.startswith("churn") for c in plans)
+        for r in net["merged"]:
+            d = next(d for d in net["deployment"]
+                     if d["change"] == f"unconstrained -> {r['method']}" and d["limit"] == r["limit"])
+            assert d["flows_after"] == r["flows"]["total"] and d["flows_before"] == merged_total(net)
+            assert d["steps"] == d["add"] + d["modify"] + d["delete"]
     b = report["balogh"]
     assert all(r["false_negatives"] == 0 and r["flows"]["max"] <= r["limit"] for r in b["merged"])
     assert "| p4sub | exact |" in capsys.readouterr().out
+
+
+def merged_total(net) -> int:
+    """The unconstrained flows at the merge resolution (24 bits in the quick run)."""
+    return next(r for r in net["pleroma"] if r["requested_resolution"] == 24)["flows"]["total"]
 
 
 def test_bad_options_are_user_errors(capsys):
