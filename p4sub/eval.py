@@ -318,8 +318,9 @@ def register_pleroma(evals: argparse._SubParsersAction) -> None:
     v.add_argument("--report", metavar="DIR", help="write pleroma.json, pleroma.md and plots to DIR")
     v.add_argument("--no-plots", action="store_true")
     v.add_argument("--programs", action="store_true",
-                   help="with --report: also each switch's BMv2 program and entries for PLEROMA's unconstrained "
-                        "flows at --merge-resolution, in DIR/bmv2/TOPOLOGY-WORKLOAD/SWITCH/")
+                   help="with --report: also each switch's BMv2 program and entries for PLEROMA's flows at "
+                        "--merge-resolution: unconstrained in DIR/bmv2/TOPOLOGY-WORKLOAD/SWITCH/, after each "
+                        "merge method under each limit in DIR/bmv2/TOPOLOGY-WORKLOAD-METHOD-LIMIT/SWITCH/")
     v.add_argument("--quiet", action="store_true", help="no progress")
     v.set_defaults(func=run_pleroma)
 

@@ -2,6 +2,7 @@
 
 * :mod:`.workloads` - host subscriptions and events (ITCH, Siena, Balogh's six-dimensional space);
 * :mod:`.evaluation` - both systems on each topology and workload, and Balogh's merge experiment;
+* :mod:`.deployment` - change sets (churn, merges) as S2 Alg. 7 plans: steps and peak flows;
 * :mod:`.report` - pleroma.json, pleroma.md and the PNG plots.
 """
 

@@ -29,6 +29,7 @@ from compiler.compile import CompileOptions, parse_budget
 from compiler.network import Topology, compile_network, from_switch_graph, parse_topology_arg
 from compiler.pleroma import METHODS, Samples, build, enforce, flow_count, trees
 from runtime.netsim import Batch, network_of, simulate as netsim
+from runtime.pleroma_eval import deployment
 from runtime.pleroma_eval.workloads import WORKLOADS, Workload, make
 from runtime.pleroma_sim import simulate, tree_behind_masks, wanted_matrix
 
@@ -62,9 +63,13 @@ class PleromaEvalConfig:
     #: The finest PLEROMA row per network: rank indexing at full resolution, at most this many dz's
     #: per subscription (exact when none needs more); None leaves the row out.
     finest_max_dz: int | None = 1024
-    #: Keep each network's unconstrained flows at the merge resolution (``tables``, not JSON) so that
-    #: the command can render them as BMv2 programs.
+    #: Keep each network's flows at the merge resolution, unconstrained (``tables``) and after each
+    #: method under each limit (``merged_tables``), not JSON, so that the command can render them as
+    #: BMv2 programs.
     keep_tables: bool = False
+    #: Change sets planned as S2 Alg. 7 deploys them (:mod:`.deployment`): this share of the subscriptions
+    #: leaves and as many arrive; and every merge. 0 leaves churn out.
+    churn_share: float = 0.1
     seed: int = 1
 
     def validate(self) -> None:
@@ -85,6 +90,8 @@ class PleromaEvalConfig:
             raise P4subError("need at least 1 filter, 10 events and 1 publisher")
         if self.max_dz < 1 or self.balogh_max_dz < 1 or (self.finest_max_dz is not None and self.finest_max_dz < 1):
             raise P4subError("--max-dz must be at least 1")
+        if not 0 <= self.churn_share < 0.5:
+            raise P4subError("the churn share must be at least 0 and below 0.5")
         if not 0 < self.history_share < 1:
             raise P4subError("the history share must be between 0 and 1")
 
@@ -216,6 +223,7 @@ def evaluate_network(topology: Topology, spec_text: str, workload: str, config: 
     if config.keep_tables:
         out["tables"] = merge_net.tables
     tightest = None
+    merged_sets = {}
     for share in config.limits:
         limit = max(1, int(top * share))
         tightest = limit if tightest is None else min(tightest, limit)
@@ -230,6 +238,12 @@ def evaluate_network(topology: Topology, spec_text: str, workload: str, config: 
                                merge_ratio=round(st.merge_ratio, 4), merges=st.merges,
                                merge_seconds=round(time.perf_counter() - start, 3))
             out["merged"].append(row)
+            merged_sets[(method, limit)] = tables
+            if config.keep_tables:
+                out.setdefault("merged_tables", []).append((method, limit, tables))
+    say(f"{spec_text} {workload}: deployment plans")
+    out["deployment"] = ([deployment.churn(topology, merge_net.subscriptions, merge_net.trees, config.churn_share)]
+                         if config.churn_share else []) + deployment.merges(topology, merge_net.tables, merged_sets)
     if tightest is not None:
         say(f"{spec_text} {workload}: p4sub under {tightest} entries")
         try:

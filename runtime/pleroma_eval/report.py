@@ -60,6 +60,17 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(_pleroma_line(f"{r['method']}, limit {r['limit']} ({round(100 * r['limit_share'])} %)"
                                        f"{'' if r['fits'] else ', does not fit'}", r, f"+{r['merge_seconds']}"))
         lines.append("")
+        if net.get("deployment"):
+            lines += ["Change sets deployed as S2 Alg. 7 (every state forwards each event as the old or the new "
+                      "flows): steps, and the most flows a switch holds above max(before, after).", "",
+                      "| change | limit | steps | add | modify | delete | flows before | after | largest switch "
+                      "at peak | peak above max(before, after) | plan s |",
+                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            for d in net["deployment"]:
+                lines.append(f"| {d['change']} | {d.get('limit', '')} | {d['steps']} | {d['add']} | {d['modify']} | "
+                             f"{d['delete']} | {d['flows_before']} | {d['flows_after']} | {d['max_peak']} | "
+                             f"{d['overshoot']} | {d['seconds']} |")
+            lines.append("")
     b = report.get("balogh")
     if b:
         u = b["unconstrained"]
@@ -82,25 +93,36 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def program_dir(topology: str, workload: str, method: str | None = None, limit: int | None = None) -> str:
+    """``bmv2/``'s subdirectory for one network's flows: ``<topology>-<workload>`` unconstrained,
+    ``<topology>-<workload>-<method>-<limit>`` after merging (a sibling, so that each directory holds
+    exactly one switch per subdirectory, one flow set)."""
+    name = f"{topology.replace(':', '')}-{workload}"
+    return name if method is None else f"{name}-{method}-{limit}"
+
+
 def write_programs(report: dict[str, Any], out: Path) -> list[Path]:
-    """Each network's unconstrained PLEROMA flows (kept with ``keep_tables``) as one v1model program per
-    switch: ``bmv2/<topology>-<workload>/<switch>/`` (:mod:`backends.bmv2.pleroma_program`)."""
+    """Each network's PLEROMA flows at the merge resolution (kept with ``keep_tables``) as one v1model
+    program per switch (:mod:`backends.bmv2.pleroma_program`): the unconstrained flows in
+    ``bmv2/<topology>-<workload>/<switch>/``, those after each merge method under each flow limit in
+    ``bmv2/<topology>-<workload>-<method>-<limit>/<switch>/``."""
     from backends.bmv2.pleroma_program import render
 
     paths = []
     for net in report["networks"]:
-        tables = net.get("tables")
-        if tables is None:
-            continue
-        base = Path(out) / "bmv2" / f"{net['topology'].replace(':', '')}-{net['workload']}"
-        for switch, flows in tables.items():
-            paths += render(switch, flows, base / switch)
+        sets = [(None, None, net["tables"])] if "tables" in net else []
+        sets += net.get("merged_tables", [])
+        for method, limit, tables in sets:
+            base = Path(out) / "bmv2" / program_dir(net["topology"], net["workload"], method, limit)
+            for switch, flows in tables.items():
+                paths += render(switch, flows, base / switch)
     return paths
 
 
 def write_report(report: dict[str, Any], out: Path, plots: bool = True) -> list[Path]:
     out = Path(out)
-    report = {**report, "networks": [{k: v for k, v in n.items() if k != "tables"} for n in report["networks"]]}
+    report = {**report, "networks": [{k: v for k, v in n.items() if k not in ("tables", "merged_tables")}
+                                      for n in report["networks"]]}
     paths = [out / "pleroma.json", out / "pleroma.md"]
     paths[0].write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     paths[1].write_text(markdown(report), encoding="utf-8")

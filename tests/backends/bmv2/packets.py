@@ -106,3 +106,16 @@ def expected_int(model: Model, hops: list[Hop], tag: int) -> dict[int, bytes]:
     """Port -> packet: the union of the hops' ports, each getting the packet unchanged."""
     ports = set().union(*(model.run_one(h.values())[0] for h in hops))
     return {p: int_packet(hops, tag) for p in sorted(ports)}
+
+
+PLEROMA_PORT = 4000
+ETH6 = bytes.fromhex("020000000002" "020000000001") + b"\x86\xdd"
+
+
+def ipv6_udp(dst: int, payload: bytes, dport: int = PLEROMA_PORT) -> bytes:
+    """Ethernet / IPv6 (destination ``dst``, a 128-bit integer) / UDP around ``payload`` (a PLEROMA
+    event: its dz is in the destination address). The UDP checksum is left 0: no switch checks it."""
+    udp = struct.pack("!HHHH", 40000, dport, 8 + len(payload), 0) + payload
+    head = struct.pack("!IHBB16s16s", 6 << 28, len(udp), 17, 64, (0xFE80 << 112 | 1).to_bytes(16, "big"),
+                       dst.to_bytes(16, "big"))
+    return ETH6 + head + udp

@@ -110,13 +110,14 @@ class Bmv2Switch:
                        input=commands, timeout=300).stdout
 
     def exchange(self, send: list[tuple[int, bytes]], listen: list[int], udp_ports: list[int],
-                 at: list[float] | None = None) -> list[tuple[int, bytes]]:
+                 at: list[float] | None = None, gap: float = 0.02, settle: float = 1.5) -> list[tuple[int, bytes]]:
         """Send (port, packet) pairs into the switch; return what came out as (port, packet).
-        ``at``: when to send each, in seconds from the first (then :attr:`sent_at` says when they went)."""
+        ``at``: when to send each, in seconds from the first (then :attr:`sent_at` says when they went);
+        else ``gap`` seconds between packets. The capture ends after ``settle`` seconds without a new packet."""
         req = self.workdir / "pktio-req.json"
         res = self.workdir / "pktio-res.json"
         request = {"send": [[f"h{p}", data.hex()] for p, data in send],
-                   "listen": [f"h{p}" for p in listen], "udp_ports": udp_ports}
+                   "listen": [f"h{p}" for p in listen], "udp_ports": udp_ports, "gap": gap, "settle": settle}
         if at is not None:
             request["at"] = at
         req.write_text(json.dumps(request))

@@ -21,6 +21,14 @@ def test_quick_run_writes_json_table_and_plots_and_misses_nothing(tmp_path, caps
     groups = sum((p.parent / "commands.txt").read_text().count("mc_mgrp_create") for p in programs)
     merged_base = next(r for r in itch["pleroma"] if r["requested_resolution"] == 24)
     assert total - groups == merged_base["flows"]["total"]
+    # And one directory per merge method and limit, its entries as many as the flows that method left.
+    for row in itch["merged"]:
+        d = out / "bmv2" / f"fat-tree4-itch-{row['method']}-{row['limit']}"
+        programs = sorted(d.glob("*/program.p4"))
+        assert len(programs) == itch["switches"], d
+        entries = sum(len(json.loads((p.parent / "entries.p4rt.json").read_text())["updates"]) for p in programs)
+        groups = sum((p.parent / "commands.txt").read_text().count("mc_mgrp_create") for p in programs)
+        assert entries - groups == row["flows"]["total"], row["method"]
     for net in report["networks"]:
         rows = net["pleroma"] + net["merged"] + [net["finest"]] + [r for r in net["p4sub"] if "error" not in r]
         assert rows and all(r["false_negatives"] == 0 for r in rows)
@@ -32,9 +40,22 @@ def test_quick_run_writes_json_table_and_plots_and_misses_nothing(tmp_path, caps
             assert r["flows"]["max"] <= r["limit"] and r["fits"]
         # The same events reach both systems: the deliveries wanted are the same.
         assert len({r["delivered"] - r["false_positives"] for r in rows}) == 1
+        # Every change set planned (S2 Alg. 7): the churn, and each merge from the flows it started from.
+        plans = {d["change"]: d for d in net["deployment"]}
+        assert any(c.startswith("churn") for c in plans)
+        for r in net["merged"]:
+            d = next(d for d in net["deployment"]
+                     if d["change"] == f"unconstrained -> {r['method']}" and d["limit"] == r["limit"])
+            assert d["flows_after"] == r["flows"]["total"] and d["flows_before"] == merged_total(net)
+            assert d["steps"] == d["add"] + d["modify"] + d["delete"]
     b = report["balogh"]
     assert all(r["false_negatives"] == 0 and r["flows"]["max"] <= r["limit"] for r in b["merged"])
     assert "| p4sub | exact |" in capsys.readouterr().out
+
+
+def merged_total(net) -> int:
+    """The unconstrained flows at the merge resolution (24 bits in the quick run)."""
+    return next(r for r in net["pleroma"] if r["requested_resolution"] == 24)["flows"]["total"]
 
 
 def test_bad_options_are_user_errors(capsys):
