@@ -16,6 +16,10 @@ message travels on its own and a link carries a packet when it carries at least 
 messages. In ``union`` mode (INT) a packet goes to the union of its messages' ports and carries all
 of them.
 
+PLEROMA networks run the same walk with switches of another kind (:mod:`runtime.netsim_pleroma`):
+the publisher writes each event's dz, switches forward by longest prefix of it, and a copy is judged
+by the hosts beyond its link in the publisher's tree (:class:`Network`'s ``prepare`` and ``behind``).
+
 What is reported: per host, the units (messages in prune mode, packets in union mode) delivered and
 wanted, false positives, false negatives and duplicates; ground truth comes from the host
 subscriptions themselves (:class:`runtime.groundtruth.GroundTruth`, which shares no code with the
@@ -30,7 +34,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol
 
 import numpy as np
 
@@ -80,15 +84,53 @@ class SwitchSim:
     def marker(self) -> int:
         return len(self.ports)
 
+    def egress(self, batch: "Batch", rows: np.ndarray, ingress: np.ndarray, mode: str,
+               sim: "Simulation") -> np.ndarray:
+        return _switch_ports(self, batch, rows, ingress, mode, sim)
+
+
+class Switch(Protocol):
+    """What the walk needs of a switch, whatever decides its forwarding (a compiled pipeline here,
+    PLEROMA's prefix flows in :mod:`runtime.netsim_pleroma`): its ports, what lies beyond each, and
+    where a wave of copies leaves it."""
+
+    name: str
+    ports: tuple[int, ...]
+    peers: list[tuple[str, int]]
+
+    def egress(self, batch: "Batch", rows: np.ndarray, ingress: np.ndarray, mode: str,
+               sim: "Simulation") -> np.ndarray:
+        """``(rows, physical ports)`` bool: where the copy of each row (arrived on ``ingress``) leaves;
+        never the ingress port."""
+        ...
+
+
+#: Per directed link (switch, port): the hosts a copy sent there can still reach, as a port-space mask.
+BehindMasks = dict[tuple[str, int], np.ndarray]
+
 
 @dataclass
 class Network:
+    """A network ready to simulate. ``kind`` says what forwards: ``p4sub`` (compiled pipelines) or
+    ``pleroma`` (prefix flows on the dz the publisher writes). The walk, the ground truth and the link
+    accounting are the same for every kind; two hooks carry what differs:
+
+    * ``prepare(batch, mode)``: what the publisher writes into each packet before the first switch
+      (PLEROMA: each event's dz), once per batch, never per hop;
+    * ``behind(publisher, space)``: the hosts beyond each link, which decide whether a copy is
+      extra; by default the up/down orientation p4sub routes by (:func:`_behind_masks`), for PLEROMA
+      the publisher's dissemination tree, along which its copies travel.
+    """
+
     topology: Topology
-    switches: dict[str, SwitchSim]
+    switches: dict[str, Switch]
     typed: TypedRules
     spec: Any
     inputs: list[str]  # every field some switch or some rule reads
     info: dict[str, Any] = field(default_factory=dict)
+    kind: str = "p4sub"
+    prepare: Callable[["Batch", str], "Batch"] | None = None
+    behind: Callable[[str, PortSpace], BehindMasks] | None = None
 
 
 def load_network(out_dir: str | Path) -> Network:
@@ -113,7 +155,7 @@ def load_network(out_dir: str | Path) -> Network:
         odd = sorted(set(listed) ^ set(topology.switches())) or sorted(n for n in listed if listed.count(n) > 1)
         raise P4subError(f"{out / 'network.json'}: its switches do not match {info.get('topology_file', 'topology.topo')} "
                          f"(e.g. {', '.join(odd[:3])}); rerun `p4sub route`")
-    switches: dict[str, SwitchSim] = {}
+    switches: dict[str, Switch] = {}
     spec = None
     inputs: set[str] = set()
     for entry in entries:
@@ -139,7 +181,7 @@ def network_of(topology: Topology, pipelines: Mapping[str, ir.Pipeline], typed: 
     inputs = set(typed.fields)
     for sw in switches.values():
         inputs.update(sw.model.inputs)
-    return Network(topology, switches, typed, spec, sorted(inputs), dict(info or {}))
+    return Network(topology, dict(switches), typed, spec, sorted(inputs), dict(info or {}))
 
 
 def _switch_sim(topology: Topology, name: str, pipeline: ir.Pipeline) -> SwitchSim:
@@ -236,8 +278,10 @@ def pcap_mode(network: Network, spec: Spec) -> str:
     from backends.common.messages import message_layout
     from compiler.base import TargetError
 
+    if network.kind == "pleroma":  # one dz per message, each message sent as its own packet
+        return "prune"
     for sw in network.switches.values():
-        pipeline = sw.model.pipeline
+        pipeline = sw.model.pipeline  # type: ignore[attr-defined]
         try:
             layout = message_layout(dataclasses.replace(pipeline, spec=spec))
         except TargetError:
@@ -399,7 +443,7 @@ class Simulation:
             tier_out[name] = row
         totals = {k: sum(getattr(s, k) for s in self.hosts.values()) for k in vars(HostStats())}
         return {
-            "publisher": self.publisher, "mode": self.mode, "unit": unit, "policy": self.network.info.get("policy"),
+            "publisher": self.publisher, "kind": self.network.kind, "mode": self.mode, "unit": unit, "policy": self.network.info.get("policy"),
             "alpha": self.network.info.get("alpha"), "messages": self.messages, "packets": self.packets,
             "seconds": round(self.seconds, 3),
             "messages_per_second": round(self.messages / self.seconds) if self.seconds else None,
@@ -431,7 +475,7 @@ def simulate(network: Network, batches: Iterable[Batch], publisher: str, mode: s
         raise P4subError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
     space = PortSpace.of(topo.node_id(h) for h in topo.hosts())
     truth = GroundTruth.build(network.typed, space)
-    behind = _behind_masks(topo, space)
+    behind = network.behind(publisher, space) if network.behind is not None else _behind_masks(topo, space)
     sim = Simulation(network, publisher, mode, {h: HostStats() for h in topo.hosts()}, {})
     if record:
         sim.deliveries, sim.link_rows = {}, {}
@@ -442,6 +486,8 @@ def simulate(network: Network, batches: Iterable[Batch], publisher: str, mode: s
                 break
             if sim.messages + len(batch) > limit:
                 batch = _head(batch, limit - sim.messages)
+        if network.prepare is not None:
+            batch = network.prepare(batch, mode)
         _simulate_batch(network, batch, publisher, mode, truth, space, behind, sim)
     sim.seconds = time.perf_counter() - start
     return sim
@@ -513,7 +559,7 @@ def _simulate_batch(network: Network, batch: Batch, publisher: str, mode: str, t
             order = np.argsort(rows, kind="stable")
             rows, ingress = rows[order], ingress[order]
             sim.switch_rows += len(rows)
-            out = _switch_ports(sw, batch, rows, ingress, mode, sim)
+            out = sw.egress(batch, rows, ingress, mode, sim)
             for c in np.flatnonzero(out.any(axis=0)):
                 sel = rows[out[:, c]]
                 p = sw.ports[c]

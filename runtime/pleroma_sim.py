@@ -1,4 +1,10 @@
-"""PLEROMA's data plane, simulated: events forwarded by their dz through every switch's prefix flows.
+"""PLEROMA's data plane, simulated on its own: the independent check of netsim's PLEROMA switches.
+
+The evaluation judges PLEROMA with netsim (:mod:`runtime.netsim_pleroma`), the same code that judges
+p4sub. This second implementation (its own walk, :func:`compiler.pleroma.walk`, and its own link
+counting) stays as the cross-check: tests/runtime/test_netsim_pleroma.py holds the two equal per
+host and per link on random networks, and tests/runtime/test_pleroma_bmv2.py holds BMv2's copies
+equal to it.
 
 Each event carries its dz (``resolution`` bits, as the publisher wrote it into the IPv6 destination);
 each switch matches it against the flows of the port it came in on, longest prefix first, and

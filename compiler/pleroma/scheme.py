@@ -32,6 +32,8 @@ class PleromaNetwork:
     subscription_bits: list[int] = field(default_factory=list)
     #: ``(host, its dz's)`` per subscription, in rule order: the requests as the configurator gets them.
     subscriptions: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    #: The tree kind (``single``: one tree, whatever publisher; ``publisher``: a tree per publisher).
+    tree: str = "single"
 
     def flows_per_switch(self) -> dict[str, int]:
         return flow_count(self.tables)
@@ -80,4 +82,4 @@ def build(topology: Topology, typed: TypedRules, publishers: Sequence[str], reso
     t = trees(topology, publishers, tree)
     tables = flow_tables(topology, host_dzs, t)
     return PleromaNetwork(space, min(resolution, space.max_length), host_dzs, tables, t, list(publishers), exact,
-                          time.perf_counter() - start, counts, bits, requests)
+                          time.perf_counter() - start, counts, bits, requests, tree)

@@ -8,8 +8,9 @@ Per topology and workload, both systems get the same host subscriptions and the 
   positives at hosts, extra link copies; exact, and under an entry budget equal to PLEROMA's
   tightest flow limit;
 * PLEROMA (:mod:`compiler.pleroma`) indexes the same fields, decomposes the subscriptions at each
-  resolution, installs Alg. 1's flows and runs :mod:`runtime.pleroma_sim`: flows per switch, the
-  same counts; then, at one resolution, each of Balogh's methods under each flow limit.
+  resolution, installs Alg. 1's flows and runs netsim on them (:mod:`runtime.netsim_pleroma`):
+  flows per switch, the same counts by the same code (:func:`judge`); then, at one resolution,
+  each of Balogh's methods under each flow limit.
 
 The first ``history_share`` of the events is the history the history-based optimiser samples; every
 figure is measured on the other events. Balogh's own workload (:mod:`.workloads`, ``balogh``) runs
@@ -27,11 +28,11 @@ import numpy as np
 from compiler.base import P4subError
 from compiler.compile import CompileOptions, parse_budget
 from compiler.network import Topology, compile_network, from_switch_graph, parse_topology_arg
-from compiler.pleroma import METHODS, Samples, build, enforce, flow_count, trees
-from runtime.netsim import Batch, network_of, simulate as netsim
+from compiler.pleroma import METHODS, PleromaNetwork, Samples, Tables, build, enforce, flow_count
+from runtime.netsim import Batch, Network, network_of, simulate as netsim
+from runtime.netsim_pleroma import pleroma_network
 from runtime.pleroma_eval import deployment
 from runtime.pleroma_eval.workloads import WORKLOADS, Workload, make
-from runtime.pleroma_sim import simulate, tree_behind_masks, wanted_matrix
 
 #: Extra header bytes PLEROMA's events carry: an IPv6 header (40 B) instead of IPv4's 20 B, the dz in
 #: its destination address. p4sub matches the application's own fields: none.
@@ -117,6 +118,39 @@ def _flows(tables) -> dict[str, Any]:
             "total": int(sum(counts))}
 
 
+def judge(network: Network, wl: Workload, pubs: list[str], pub_of: np.ndarray, rows: np.ndarray) -> dict[str, Any]:
+    """netsim (:func:`runtime.netsim.simulate`) on each publisher's measured events, summed: the one
+    judge of both systems, with one ground truth (the host subscriptions) and one way of counting.
+
+    The publisher never receives its own events (a switch never sends a copy back out of its ingress
+    port, under either system): netsim counts its own subscriptions as missed, so its host row is
+    left out. Link copies count every copy on every directed link; a copy is extra when no host
+    beyond the link wants the event (beyond by the network's own structure: p4sub's up/down
+    orientation, PLEROMA's dissemination tree)."""
+    totals = dict.fromkeys(("delivered", "wanted", "false_positives", "false_negatives", "duplicates",
+                            "link_copies", "extra_link_copies", "lost_copies"), 0)
+    for k, p in enumerate(pubs):
+        r = rows[pub_of[rows] == k]
+        if not len(r):
+            continue
+        cols = {f: v[r] for f, v in wl.columns.items()}
+        n = len(r)
+        batch = Batch(cols, np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                      np.full(n, wl.event_bytes, dtype=np.int64))
+        rep = netsim(network, [batch], p, "union").report()
+        for h, st in rep["hosts"].items():
+            if h != p:
+                for key in ("delivered", "wanted", "false_positives", "false_negatives", "duplicates"):
+                    totals[key] += st[key]
+        totals["link_copies"] += sum(t["packets"] for t in rep["tiers"].values())
+        totals["extra_link_copies"] += sum(t["extra_packets"] for t in rep["tiers"].values())
+        totals["lost_copies"] += rep["lost_copies"]
+    copies, delivered = totals["link_copies"], totals["delivered"]
+    return {"events": len(rows), **totals,
+            "network_fpr": round(totals["extra_link_copies"] / copies, 6) if copies else 0.0,
+            "subscriber_fpr": round(totals["false_positives"] / delivered, 6) if delivered else 0.0}
+
+
 def run_p4sub(topology: Topology, wl: Workload, pubs: list[str], pub_of: np.ndarray, rows: np.ndarray,
               budget: int | None = None) -> dict[str, Any]:
     """Route and compile as ``p4sub route`` does (TR), then netsim every publisher's events."""
@@ -132,52 +166,32 @@ def run_p4sub(topology: Topology, wl: Workload, pubs: list[str], pub_of: np.ndar
     result = compile_network(topology, rules, wl.spec, policy="tr", options=options, jobs=1, keep_pipelines=True)
     seconds = time.perf_counter() - start
     network = network_of(topology, result.pipelines, wl.typed, {"policy": "tr"})
-    fp = fn = delivered = copies = extra = 0
-    for k, p in enumerate(pubs):
-        r = rows[pub_of[rows] == k]
-        if not len(r):
-            continue
-        cols = {f: v[r] for f, v in wl.columns.items()}
-        n = len(r)
-        batch = Batch(cols, np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
-                      np.full(n, wl.event_bytes, dtype=np.int64))
-        rep = netsim(network, [batch], p, "union").report()
-        # The publisher never receives its own events (nor does it under PLEROMA): netsim counts
-        # its own subscriptions as missed, so its row is left out, as pleroma_sim leaves it out.
-        others = [st for h, st in rep["hosts"].items() if h != p]
-        fp += sum(st["false_positives"] for st in others)
-        fn += sum(st["false_negatives"] for st in others)
-        delivered += sum(st["delivered"] for st in others)
-        copies += sum(t["packets"] for t in rep["tiers"].values())
-        extra += sum(t["extra_packets"] for t in rep["tiers"].values())
     per_switch = [s["total_entries"] for s in result.stats["switches"].values()]
     return {
         "system": "p4sub", "variant": "exact" if budget is None else f"budget {budget}",
         "entries": {"max": max(per_switch), "mean": round(float(np.mean(per_switch)), 1),
                     "total": int(sum(per_switch))},
         "exact": result.stats["totals"]["all_exact"], "fits": result.stats["totals"]["all_fit"],
-        "false_positives": fp, "false_negatives": fn, "delivered": delivered, "link_copies": copies,
-        "extra_link_copies": extra, "subscriber_fpr": round(fp / delivered, 6) if delivered else 0.0,
-        "extra_header_bytes": 0, "compile_seconds": round(seconds, 3),
+        **judge(network, wl, pubs, pub_of, rows), "extra_header_bytes": 0, "compile_seconds": round(seconds, 3),
     }
 
 
-def _events(topology: Topology, wl: Workload, config: PleromaEvalConfig, tree: str) -> tuple:
-    """Who publishes each event, which events are the history and which are measured, the ground
-    truth (which hosts want each event), and per publisher the hosts behind each link of its tree."""
+def _events(topology: Topology, wl: Workload, config: PleromaEvalConfig) -> tuple:
+    """Who publishes each event, which events are the history and which are measured."""
     pubs = _publishers(topology, config.publishers)
     n = len(next(iter(wl.columns.values())))
     pub_of = np.random.default_rng([config.seed, 7]).integers(0, len(pubs), n)
     history = np.arange(_split(n, config.history_share))
     rows = np.arange(len(history), n)
-    wanted = wanted_matrix(wl.typed, topology, wl.columns, n)
-    return pubs, pub_of, history, rows, wanted, tree_behind_masks(topology, trees(topology, pubs, tree))
+    return pubs, pub_of, history, rows
 
 
-def _pleroma_row(net, tables, topology, dz, pub_of, pubs, wanted, behind, rows, **extra) -> dict[str, Any]:
-    res = simulate(topology, tables, dz[rows], net.resolution, pub_of[rows], pubs, wanted[rows],
-                   behind_by_publisher=behind)
-    return {"system": "pleroma", "resolution": net.resolution, "flows": _flows(tables), **res.summary(),
+def _pleroma_row(net: PleromaNetwork, tables: Tables, topology: Topology, wl: Workload, pub_of: np.ndarray,
+                 pubs: list[str], rows: np.ndarray, **extra: Any) -> dict[str, Any]:
+    """One PLEROMA flow set judged by netsim, as p4sub's rows are (:func:`judge`)."""
+    network = pleroma_network(topology, wl.typed, wl.spec, net.space, net.resolution, tables, net.trees, net.tree)
+    return {"system": "pleroma", "resolution": net.resolution, "flows": _flows(tables),
+            **judge(network, wl, pubs, pub_of, rows),
             "extra_header_bytes": PLEROMA_EXTRA_HEADER_BYTES, "dz_bytes": -(-net.resolution // 8), **extra}
 
 
@@ -185,7 +199,7 @@ def evaluate_network(topology: Topology, spec_text: str, workload: str, config: 
                      progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Both systems on one topology and workload (module docstring)."""
     wl = make(workload, topology, config.filters, config.events, config.seed)
-    pubs, pub_of, history, rows, wanted, behind = _events(topology, wl, config, config.tree)
+    pubs, pub_of, history, rows = _events(topology, wl, config)
     out: dict[str, Any] = {"topology": spec_text, "workload": workload, "switches": len(topology.switches()),
                            "hosts": len(topology.hosts()), "subscriptions": len(wl.typed.rules),
                            "events": len(rows), "publishers": pubs, "pleroma": [], "merged": [], "p4sub": []}
@@ -196,21 +210,20 @@ def evaluate_network(topology: Topology, spec_text: str, workload: str, config: 
     for res in sorted(set(config.resolutions) | {config.merge_resolution}):
         say(f"{spec_text} {workload}: PLEROMA at {res} bits")
         net = build(topology, wl.typed, pubs, res, config.indexing, config.tree, config.max_dz)
-        dz = net.space.event_dz(wl.columns, net.resolution)
-        row = _pleroma_row(net, net.tables, topology, dz, pub_of, pubs, wanted, behind, rows,
+        row = _pleroma_row(net, net.tables, topology, wl, pub_of, pubs, rows,
                            requested_resolution=res, exact=net.exact, compile_seconds=round(net.seconds, 3),
                            dz_per_subscription=round(float(np.mean(net.dz_per_subscription)), 2),
                            subscription_bits=round(float(np.mean(net.subscription_bits)), 1))
         if res in config.resolutions:
             out["pleroma"].append(row)
         if res == config.merge_resolution:
-            merge_net, merge_dz, base = net, dz, row
+            merge_net, base = net, row
+            merge_dz = net.space.event_dz(wl.columns, net.resolution)  # the history's dz's, for merging
     assert merge_net is not None
     if config.finest_max_dz is not None:
         say(f"{spec_text} {workload}: PLEROMA, finest")
         net = build(topology, wl.typed, pubs, 64, "rank", config.tree, config.finest_max_dz)
-        dz = net.space.event_dz(wl.columns, net.resolution)
-        out["finest"] = _pleroma_row(net, net.tables, topology, dz, pub_of, pubs, wanted, behind, rows,
+        out["finest"] = _pleroma_row(net, net.tables, topology, wl, pub_of, pubs, rows,
                                      requested_resolution=64, exact=net.exact, indexing="rank",
                                      max_dz=config.finest_max_dz, compile_seconds=round(net.seconds, 3),
                                      dz_per_subscription=round(float(np.mean(net.dz_per_subscription)), 2),
@@ -233,7 +246,7 @@ def evaluate_network(topology: Topology, spec_text: str, workload: str, config: 
             tables, st = enforce(topology, merge_net.tables, limit, method, merge_net.trees, merge_net.resolution,
                                  samples.get(method, samples["traffic"]), seed=config.seed,
                                  requests=merge_net.subscriptions)
-            row = _pleroma_row(merge_net, tables, topology, merge_dz, pub_of, pubs, wanted, behind, rows,
+            row = _pleroma_row(merge_net, tables, topology, wl, pub_of, pubs, rows,
                                method=method, limit=limit, limit_share=share, fits=st.fits,
                                merge_ratio=round(st.merge_ratio, 4), merges=st.merges,
                                merge_seconds=round(time.perf_counter() - start, 3))
@@ -266,13 +279,13 @@ def evaluate_balogh(config: PleromaEvalConfig, progress: Callable[[str], None] |
     fanout, depth, per_switch = config.balogh_tree
     topology = balogh_topology(fanout, depth, per_switch)
     wl = make("balogh", topology, config.balogh_filters, config.events, config.seed)
-    pubs, pub_of, history, rows, wanted, behind = _events(topology, wl, config, "single")
+    pubs, pub_of, history, rows = _events(topology, wl, config)
     say = progress or (lambda _: None)
     say(f"balogh tree-{fanout}-{depth}: unconstrained")
     net = build(topology, wl.typed, pubs, config.balogh_resolution, config.balogh_indexing, "single",
                 config.balogh_max_dz)
     dz = net.space.event_dz(wl.columns, net.resolution)
-    base = _pleroma_row(net, net.tables, topology, dz, pub_of, pubs, wanted, behind, rows,
+    base = _pleroma_row(net, net.tables, topology, wl, pub_of, pubs, rows,
                         compile_seconds=round(net.seconds, 3))
     top = base["flows"]["max"]
     uniform = np.random.default_rng([config.seed, 11]).integers(0, 1 << net.resolution, len(history), dtype=np.uint64)
@@ -286,7 +299,7 @@ def evaluate_balogh(config: PleromaEvalConfig, progress: Callable[[str], None] |
             start = time.perf_counter()
             tables, st = enforce(topology, net.tables, limit, method, net.trees, net.resolution,
                                  samples.get(method, samples["traffic"]), seed=config.seed, requests=net.subscriptions)
-            row = _pleroma_row(net, tables, topology, dz, pub_of, pubs, wanted, behind, rows, method=method,
+            row = _pleroma_row(net, tables, topology, wl, pub_of, pubs, rows, method=method,
                                limit=limit, limit_share=share, fits=st.fits, merge_ratio=round(st.merge_ratio, 4),
                                switch_merge_ratio=round(_switch_ratio(net.tables, tables), 4),
                                merge_seconds=round(time.perf_counter() - start, 3))
