@@ -11,9 +11,11 @@ from p4sub import add_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "netsim", "simulate a routed network (p4sub route output) on a trace published at one host",
+    p = add_command(sub, "netsim", "simulate a routed network (p4sub route output, or a PLEROMA network that "
+                    "p4sub eval pleroma --programs wrote) on a trace published at one host",
                     "p4sub netsim out/net --trace feed.pcap --publisher h1 --report out/netsim")
-    p.add_argument("out", help="directory written by p4sub route")
+    p.add_argument("out", help="directory written by p4sub route, or one of p4sub eval pleroma --programs' "
+                               "bmv2/<topology>-<workload>[-<method>-<limit>] directories")
     p.add_argument("--trace", required=True, help="pcap (read by the spec's parser) or JSON lines of field values "
                                                   "(one message each)")
     p.add_argument("--spec", help="spec whose parser reads a pcap trace (default: the one the switches were compiled "
@@ -28,13 +30,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runtime.netsim import load_network, simulate, trace_batches, write_report
+    from runtime.netsim import simulate, trace_batches, write_report
+    from runtime.pleroma_dir import load_any
 
     if args.limit is not None and args.limit < 1:
         raise P4subError("--limit must be at least 1")
     if args.report:
         report_dir(args.report)
-    network = load_network(args.out)
+    network = load_any(args.out)
     spec = None
     if args.spec:
         from compiler.spec import read_spec
@@ -45,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     report = sim.report()
     t = report["host_totals"]
     print(f"{report['messages']} messages in {report['packets']} packets from {args.publisher} "
-          f"({report['mode']} mode) in {report['seconds']:.2f} s "
+          f"({report['kind']} network, {report['mode']} mode) in {report['seconds']:.2f} s "
           f"({report['messages_per_second'] or 0:,} messages/s)")
     print(f"hosts: {t['delivered']} {report['unit']} delivered, {t['wanted']} wanted, "
           f"{t['false_positives']} false positives, {t['false_negatives']} false negatives, {t['duplicates']} duplicates")

@@ -66,3 +66,57 @@ def render(switch: str, flows: Mapping[int, Mapping[str, frozenset[int]]], out: 
     paths[1].write_text(json.dumps({"format": FORMAT, "updates": updates}, indent=1) + "\n", encoding="utf-8")
     paths[2].write_text("\n".join(commands) + "\n", encoding="utf-8")
     return paths
+
+
+def read_flows(path: Path) -> dict[int, dict[str, frozenset[int]]]:
+    """A switch's flows (``ingress -> dz -> ports``) read back from the ``entries.p4rt.json`` that
+    :func:`render` wrote: what netsim runs for a PLEROMA network directory is what BMv2 would install.
+
+    Refuses (a :class:`P4subError` naming the file) anything :func:`render` would not have written:
+    another table or action, an address outside ``ff0e::/16``, a group never defined.
+    """
+    from compiler.base import P4subError, read_text
+
+    space, space_len = ipv6_prefix("")  # ff0e::/16: every dz lies in it
+    dz_bits = 128 - space_len
+
+    def bad(why: str) -> P4subError:
+        return P4subError(f"{path}: {why} (not a PLEROMA switch's entries; rerun p4sub eval pleroma --programs)")
+
+    try:
+        doc = json.loads(read_text(path, "entries file"))
+        updates = doc["updates"]
+        groups: dict[int, frozenset[int]] = {}
+        rows: list[tuple[int, int, int, str, int]] = []
+        table, port_action, group_action = (f"{CONTROL}.{TABLE.name}", f"{CONTROL}.pleroma_port",
+                                            f"{CONTROL}.pleroma_group")
+        for u in updates:
+            entity = u["entity"]
+            if "packet_replication_engine_entry" in entity:
+                g = entity["packet_replication_engine_entry"]["multicast_group_entry"]
+                groups[int(g["multicast_group_id"])] = frozenset(int(r["egress_port"]) for r in g["replicas"])
+                continue
+            e = entity["table_entry"]
+            if e["table_name"] != table:
+                raise bad(f"an entry of table {e['table_name']}")
+            match = {m["field_name"]: m for m in e["match"]}
+            ingress = int(match["standard_metadata.ingress_port"]["exact"]["value"], 16)
+            lpm = match["hdr.ipv6.dst_addr"]["lpm"]
+            address, length = int(lpm["value"], 16), int(lpm["prefix_len"])
+            action = e["action"]["action"]
+            arg = int(action["params"][0]["value"], 16)
+            if action["action_name"] not in (port_action, group_action):
+                raise bad(f"action {action['action_name']}")
+            rows.append((ingress, address, length, action["action_name"], arg))
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise bad(f"unreadable entries ({type(exc).__name__}: {exc})") from None
+    flows: dict[int, dict[str, frozenset[int]]] = {}
+    for ingress, address, length, action, arg in rows:
+        if not space_len <= length <= 128 or address >> dz_bits != space >> dz_bits:
+            raise bad(f"address {address:#x}/{length} is not in ff0e::/16")
+        bits = length - space_len
+        dz = format(address >> (dz_bits - bits) & ((1 << bits) - 1), f"0{bits}b") if bits else ""
+        if action == group_action and arg not in groups:
+            raise bad(f"multicast group {arg} is used but never created")
+        flows.setdefault(ingress, {})[dz] = groups[arg] if action == group_action else frozenset({arg})
+    return flows

@@ -16,7 +16,7 @@ Public face: the names below.
 """
 
 from compiler.pleroma.decompose import Decomposition, decompose, minimise
-from compiler.pleroma.dz import INDEXINGS, EventSpace, event_space, interleave, ipv6_prefix, ipv6_text
+from compiler.pleroma.dz import INDEXINGS, Dimension, EventSpace, event_space, interleave, ipv6_prefix, ipv6_text
 from compiler.pleroma.flows import TREES, Tables, Tree, canonical, flow_count, flow_tables, lookup, trees
 from compiler.pleroma.lpm import LpmTable, compile_tables, walk
 from compiler.pleroma.scheme import PleromaNetwork, build
@@ -26,7 +26,7 @@ from compiler.pleroma.churn import subscribe, unsubscribe
 from compiler.pleroma.deploy import Plan, Step, plan
 
 __all__ = [
-    "Decomposition", "EventSpace", "INDEXINGS", "LpmTable", "METHODS", "MergeStats", "Plan", "PleromaNetwork",
+    "Decomposition", "Dimension", "EventSpace", "INDEXINGS", "LpmTable", "METHODS", "MergeStats", "Plan", "PleromaNetwork",
     "Samples", "Step", "TREES", "Tables", "Tree", "build", "canonical", "compile_tables", "decompose", "enforce",
     "event_space", "flow_count", "flow_tables", "interleave", "ipv6_prefix", "ipv6_text", "lookup", "merge_at",
     "merge_points", "minimise", "ms_cost", "plan", "subscribe", "trees", "unsubscribe", "walk",

@@ -65,8 +65,9 @@ class PleromaEvalConfig:
     #: per subscription (exact when none needs more); None leaves the row out.
     finest_max_dz: int | None = 1024
     #: Keep each network's flows at the merge resolution, unconstrained (``tables``) and after each
-    #: method under each limit (``merged_tables``), not JSON, so that the command can render them as
-    #: BMv2 programs.
+    #: method under each limit (``merged_tables``), with the topology, workload and PLEROMA network
+    #: they belong to (``programs_of``), not JSON, so that the command can write them as BMv2
+    #: programs in network directories netsim loads.
     keep_tables: bool = False
     #: Change sets planned as S2 Alg. 7 deploys them (:mod:`.deployment`): this share of the subscriptions
     #: leaves and as many arrive; and every merge. 0 leaves churn out.
@@ -235,6 +236,7 @@ def evaluate_network(topology: Topology, spec_text: str, workload: str, config: 
                "traffic": Samples(uniform, pub_of[history], pubs)}
     if config.keep_tables:
         out["tables"] = merge_net.tables
+        out["programs_of"] = (topology, wl, merge_net)  # what a network directory needs besides the flows
     tightest = None
     merged_sets = {}
     for share in config.limits:

@@ -105,23 +105,26 @@ def write_programs(report: dict[str, Any], out: Path) -> list[Path]:
     """Each network's PLEROMA flows at the merge resolution (kept with ``keep_tables``) as one v1model
     program per switch (:mod:`backends.bmv2.pleroma_program`): the unconstrained flows in
     ``bmv2/<topology>-<workload>/<switch>/``, those after each merge method under each flow limit in
-    ``bmv2/<topology>-<workload>-<method>-<limit>/<switch>/``."""
-    from backends.bmv2.pleroma_program import render
+    ``bmv2/<topology>-<workload>-<method>-<limit>/<switch>/``. Each of those directories is a network
+    ``p4sub netsim`` runs (:mod:`runtime.pleroma_dir`: manifest, topology, rules, spec)."""
+    from runtime import pleroma_dir
 
     paths = []
     for net in report["networks"]:
-        sets = [(None, None, net["tables"])] if "tables" in net else []
-        sets += net.get("merged_tables", [])
+        if "programs_of" not in net:
+            continue
+        topology, wl, pnet = net["programs_of"]
+        sets = [(None, None, net["tables"])] + net.get("merged_tables", [])
         for method, limit, tables in sets:
             base = Path(out) / "bmv2" / program_dir(net["topology"], net["workload"], method, limit)
-            for switch, flows in tables.items():
-                paths += render(switch, flows, base / switch)
+            extra = {"workload": net["workload"], **({"method": method, "limit": limit} if method else {})}
+            paths += pleroma_dir.write(base, topology, wl.rules_text, wl.spec_text, pnet, tables, extra)
     return paths
 
 
 def write_report(report: dict[str, Any], out: Path, plots: bool = True) -> list[Path]:
     out = Path(out)
-    report = {**report, "networks": [{k: v for k, v in n.items() if k not in ("tables", "merged_tables")}
+    report = {**report, "networks": [{k: v for k, v in n.items() if k not in ("tables", "merged_tables", "programs_of")}
                                       for n in report["networks"]]}
     paths = [out / "pleroma.json", out / "pleroma.md"]
     paths[0].write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -47,6 +47,7 @@ class Workload:
     rules_text: str
     columns: dict[str, np.ndarray]  # events, one row each
     event_bytes: int  # an event's packet on the wire (IPv4), for the header overhead
+    spec_text: str = ""  # the spec's source, for the network directories --programs writes
 
 
 def make(name: str, topology: Topology, filters: int, events: int, seed: int) -> Workload:
@@ -59,7 +60,9 @@ def make(name: str, topology: Topology, filters: int, events: int, seed: int) ->
 
         import apps.itch as itch_pkg
 
-        spec = read_spec(Path(itch_pkg.__file__).parent / "itch.p4")
+        spec_path = Path(itch_pkg.__file__).parent / "itch.p4"
+        spec = read_spec(spec_path)
+        spec_text = spec_path.read_text(encoding="utf-8")
         lines = w.itch_rules(filters, ITCH_SYMBOLS, len(hosts), 2, False, 0.0, seed)
         names = symbol_names(ITCH_SYMBOLS)
         weights = 1.0 / np.arange(1, ITCH_SYMBOLS + 1) ** 1.1
@@ -71,12 +74,14 @@ def make(name: str, topology: Topology, filters: int, events: int, seed: int) ->
                    "add_order.buy_sell_indicator": np.full(events, ord("B"), dtype=np.uint64)}
         size = 14 + 20 + 8 + 20 + 2 + 36  # Ethernet, IPv4, UDP, MoldUDP64, one add-order message
     elif name == "siena":
-        spec = parse_spec(siena_spec_text(SIENA), "siena.p4")
+        spec_text = siena_spec_text(SIENA)
+        spec = parse_spec(spec_text, "siena.p4")
         lines = w.siena_rules(filters, SIENA, seed)
         columns = siena_packets(events, SIENA, seed)
         size = 14 + 20 + 8 + sum(4 if "i" in f.split(".")[1] else 8 for f in columns)
     elif name == "balogh":
-        spec = parse_spec(BALOGH_SPEC, "balogh.p4")
+        spec_text = BALOGH_SPEC
+        spec = parse_spec(spec_text, "balogh.p4")
         lines = _balogh_rules(filters, rng)
         columns = _balogh_events(events, rng)
         size = 14 + 20 + 8 + 2 * BALOGH_DIMENSIONS
@@ -84,7 +89,7 @@ def make(name: str, topology: Topology, filters: int, events: int, seed: int) ->
         raise P4subError(f"unknown workload {name!r}; expected one of {', '.join(WORKLOADS)}")
     text = w.workload_text(w.network_rules(lines, hosts, (1, 1), seed))
     typed = check_rules(parse_network_rules(text, topology, f"<{name} rules>"), spec, port_bits=HOST_ID_BITS)
-    return Workload(name, spec, typed, text, columns, size)
+    return Workload(name, spec, typed, text, columns, size, spec_text)
 
 
 def _balogh_rules(filters: int, rng: np.random.Generator):

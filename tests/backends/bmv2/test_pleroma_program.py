@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from backends.bmv2.pleroma_program import flow_entries, render
+from compiler.base import P4subError
 
 
 FLOWS = {1: {"110": frozenset({2}), "110010": frozenset({2, 3})}, 3: {"": frozenset({1, 2})}}
@@ -51,3 +52,20 @@ def test_p4c_compiles_the_program_and_its_p4info_names_what_the_entries_use(tmp_
     for name in ("MyIngress.pleroma_flows", "MyIngress.pleroma_port", "MyIngress.pleroma_group", "hdr.ipv6.dst_addr",
                  "standard_metadata.ingress_port"):
         assert f'"{name}"' in p4info, name
+
+
+def test_the_entries_read_back_as_the_flows_they_came_from(tmp_path):
+    """netsim runs a PLEROMA network directory from its entries: they must give back the flows exactly."""
+    from backends.bmv2.pleroma_program import read_flows
+
+    flows = {**FLOWS, 2: {"0": frozenset({5}), "01": frozenset({1, 3, 5}), "1" * 60: frozenset({3})}}
+    _, entries, _ = render("s1", flows, tmp_path)
+    assert read_flows(entries) == flows
+    doc = json.loads(entries.read_text())
+    doc["updates"] = [u for u in doc["updates"] if "packet_replication_engine_entry" not in u["entity"]]
+    entries.write_text(json.dumps(doc))
+    with pytest.raises(P4subError, match="never created"):
+        read_flows(entries)
+    entries.write_text("{}")
+    with pytest.raises(P4subError, match="unreadable entries"):
+        read_flows(entries)

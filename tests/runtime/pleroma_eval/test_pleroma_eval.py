@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from p4sub import main
+from runtime.pleroma_dir import load_any
 
 
 def test_quick_run_writes_json_table_and_plots_and_misses_nothing(tmp_path, capsys):
@@ -29,6 +30,8 @@ def test_quick_run_writes_json_table_and_plots_and_misses_nothing(tmp_path, caps
         entries = sum(len(json.loads((p.parent / "entries.p4rt.json").read_text())["updates"]) for p in programs)
         groups = sum((p.parent / "commands.txt").read_text().count("mc_mgrp_create") for p in programs)
         assert entries - groups == row["flows"]["total"], row["method"]
+        assert _flows_netsim_loads(d) == row["flows"]["total"], row["method"]
+    assert _flows_netsim_loads(out / "bmv2" / "fat-tree4-itch") == merged_base["flows"]["total"]
     for net in report["networks"]:
         rows = net["pleroma"] + net["merged"] + [net["finest"]] + [r for r in net["p4sub"] if "error" not in r]
         assert rows and all(r["false_negatives"] == 0 for r in rows)
@@ -51,6 +54,13 @@ def test_quick_run_writes_json_table_and_plots_and_misses_nothing(tmp_path, caps
     b = report["balogh"]
     assert all(r["false_negatives"] == 0 and r["flows"]["max"] <= r["limit"] for r in b["merged"])
     assert "| p4sub | exact |" in capsys.readouterr().out
+
+
+def _flows_netsim_loads(directory) -> int:
+    """The flows of a --programs directory as ``p4sub netsim`` loads it (entries read back)."""
+    network = load_any(directory)
+    assert network.kind == "pleroma"
+    return sum(len(keys) for sw in network.switches.values() for t in sw.tables.values() for keys in t.keys)
 
 
 def merged_total(net) -> int:
