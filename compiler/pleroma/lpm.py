@@ -1,9 +1,10 @@
 """Prefix flows as a switch runs them: longest-dz match per (switch, ingress port), vectorised.
 
-Both the simulator (:mod:`runtime.pleroma_sim`) and the traffic- and history-based cost functions of
-:mod:`.merge` follow events through the network this way: :func:`walk` publishes events at their
-publishers' hosts and yields every copy a switch sends, wave by wave (a numpy lookup per switch,
-ingress port and wave, never a Python step per event per hop).
+netsim's PLEROMA switches (:mod:`runtime.netsim_pleroma`) look events up in :class:`LpmTable`s;
+the traffic- and history-based cost functions of :mod:`.merge` and the independent simulator
+(:mod:`runtime.pleroma_sim`) follow events through the network with :func:`walk`, which publishes
+events at their publishers' hosts and yields every copy a switch sends, wave by wave (a numpy lookup
+per switch, ingress port and wave, never a Python step per event per hop).
 """
 
 from __future__ import annotations
