@@ -382,3 +382,17 @@ def test_rules_of_one_attribute_mixed_with_rules_of_several_get_a_flat_lane_of_t
     # Rules of one attribute fewer than half: hub lanes as before.
     lanes, hubs = spread([frozenset({"a", "b"})] * 3 + [frozenset({"c"})] * 2, 3, flat=True)
     assert None not in hubs
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(siena_rule(), min_size=4, max_size=14), packets, packets)
+def test_a_widened_compile_that_chose_its_drops_on_a_sample_is_a_proved_superset(rules, sample, pkts):
+    typed_rules = ast.RuleSet(tuple(rules))
+    exact = compile_rules(SPEC, typed_rules, CompileOptions(delivery="bitmap", lanes=1))
+    budget = Budget(entries=max(1, exact.stats["total_entries"] // 3))
+    cols = {f: np.array([p[f] for p in sample], dtype=np.uint64) for f in ATTRS}
+    compiled = compile_rules(SPEC, typed_rules, CompileOptions(delivery="bitmap", budget=budget, sample=cols))
+    assert verify(compiled.pipeline, compiled.typed).sound  # never a missed delivery
+    assert not compiled.stats["budget_misses"]
+    for pkt, got in zip(pkts + sample, model_sets(compiled.pipeline, pkts + sample)):
+        assert oracle.evaluate(compiled.typed, pkt).ports <= got
