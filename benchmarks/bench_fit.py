@@ -152,7 +152,7 @@ def plot(rows: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     siena = [r for r in rows if r["workload"] == "siena" and "entries" in r]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (left, right, third) = plt.subplots(1, 3, figsize=(16, 4.2))
     for c in sorted({r["constraints"] for r in siena}):
         pts = sorted((r["filters"], r["entries"]) for r in siena if r["constraints"] == c)
         left.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{c} constraint{'s' * (c > 1)}")
@@ -174,6 +174,22 @@ def plot(rows: list[dict], path: Path) -> None:
               title="entries vs constraints per filter\n(squares: rules widened to fit the budget)")
     right.axhline(300_000, color="red", linewidth=0.8, linestyle=":", label="entry budget (300k)")
     right.legend(fontsize=8)
+    # Extra deliveries of the widened points (exact points have none), on the trace the drops were
+    # chosen on (solid) and on another trace (dashed).
+    for n in sorted({r["filters"] for r in siena}):
+        pts = sorted((r["constraints"], 100 * r["extra"]["extra_per_wanted"],
+                      100 * r["extra_other_trace"]["extra_per_wanted"] if r.get("extra_other_trace") else None)
+                     for r in siena if r["filters"] == n and r.get("extra"))
+        if not pts:
+            continue
+        line, = third.plot([p[0] for p in pts], [max(p[1], 1e-3) for p in pts], marker="o", label=f"{n:,} filters")
+        other = [p for p in pts if p[2] is not None]
+        third.plot([p[0] for p in other], [max(p[2], 1e-3) for p in other], marker="x", linestyle="--",
+                   color=line.get_color(), alpha=0.7)
+    third.axhline(1.0, color="red", linewidth=0.8, linestyle=":", label="1 % target")
+    third.set(yscale="log", xlabel="constraints per filter", ylabel="extra deliveries, % of wanted (0 drawn at 0.001)",
+              title="widened points: extra deliveries\n(dashed: measured on another trace)")
+    third.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -199,6 +215,8 @@ def markdown(rows: list[dict]) -> str:
                       else today.get("note", ""))
         obt = f"{today['one_big_table']:,}" if today.get("one_big_table") is not None else "-"
         step = "" if r["exact"] else f" ({r['approximation']['step']})"
+        if r.get("remeasured") is False:  # kept from an earlier run (--replot over a merged fit.json)
+            name += " (earlier run)"
         lines.append(f"| {name} | {r['entries']:,} | {r['table_bits']:,} | {r['groups']:,} | {r['lanes']} | "
                      f"{r['dependent_tables']} | {'yes' if r['exact'] else 'no' + step} | {extra_text} | "
                      f"{r['compile_s']} | {r['peak_mb']} | {today_text} | {obt} |")
