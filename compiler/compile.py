@@ -11,7 +11,7 @@ from typing import Sequence
 
 from compiler import bdd, ir, stateful
 from compiler.base import CompileError, P4subError, limits
-from compiler.budget import Selectivity, Widening, widenings
+from compiler.budget import Coverage, Selectivity, Widening, widenings
 from compiler.coarsen import Coarsening, coarsen
 from compiler.default_path import Default, add_default, default_of
 from compiler.dnf import DEFAULT_LIMIT, ActionSet, rule_actions
@@ -311,7 +311,9 @@ def _bitmap(spec: Spec, typed: TypedRules, options: CompileOptions, notes: list[
     if first is not None and not options.budget.misses(first.stats):
         return first
     if not options.exact:  # worked out only when the exact layout does not fit
-        steps += [(w, c) for w, c in widenings(cubes_of, Selectivity(typed.match_fields, options.sample)) if w.dropped]
+        coverage = Coverage(cubes_of, options.sample) if options.sample else None
+        steps += [(w, c) for w, c in widenings(cubes_of, Selectivity(typed.match_fields, options.sample), coverage)
+                  if w.dropped]
     best, lo, hi = None, 1, len(steps) - 1
 
     def fits(got: Compiled | None) -> bool:

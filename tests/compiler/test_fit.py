@@ -319,3 +319,101 @@ def test_a_stack_spec_keeps_groups_under_auto_while_they_fit_and_takes_bitmaps_w
     err = capsys.readouterr().err
     assert "port-bitmap delivery is rendered for one message per packet or batch mode split" in err
     assert not (tmp_path / "t").exists()
+
+
+def _widened_ports(cubes: list, pkt: dict[str, int]) -> frozenset[int]:
+    """The ports widened cubes give a packet, read straight off their intervals (no diagram, no budget code)."""
+    out: set[int] = set()
+    for cube, actions in cubes:
+        if all(any(lo <= pkt[name] <= hi for lo, hi in s.intervals) for name, s in cube):
+            out |= {a[1] for a in actions if a[0] == "port"}
+    return frozenset(out)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(siena_rule(), min_size=1, max_size=10), packets, packets)
+def test_every_widening_step_by_coverage_gives_each_packet_at_least_the_rules_ports(rules, sample, pkts):
+    from compiler import bdd
+    from compiler.budget import Coverage, Selectivity, widenings
+    from compiler.rules.typecheck import check_rules
+
+    typed = check_rules(ast.RuleSet(tuple(rules)), SPEC)
+    cubes_of = [bdd.rule_cubes(typed, 4096, (i,)) for i in range(len(rules))]
+    cols = {f: np.array([p[f] for p in sample], dtype=np.uint64) for f in ATTRS}
+    steps = list(widenings(cubes_of, Selectivity(typed.fields, cols), Coverage(cubes_of, cols)))
+    assert steps[-1][0].step == "keep-0"
+    before = cubes_of
+    for widening, after in steps:
+        flat = [c for cubes in after for c in cubes]
+        for pkt in pkts + sample:
+            assert oracle.evaluate(typed, pkt).ports <= _widened_ports(flat, pkt), widening.step
+        for old, new in zip(before, after):  # each step widens the one before
+            for (old_cube, _), (new_cube, _) in zip(old, new):
+                assert set(new_cube) <= set(old_cube)
+        before = after
+
+
+def _first_drop(rules: list[ast.Rule], sample: dict | None) -> tuple[int, str]:
+    """(rule, attribute) of the first constraint the widening steps drop."""
+    from compiler import bdd
+    from compiler.budget import Coverage, Selectivity, widenings
+    from compiler.rules.typecheck import check_rules
+
+    typed = check_rules(ast.RuleSet(tuple(rules)), SPEC)
+    cubes_of = [bdd.rule_cubes(typed, 4096, (i,)) for i in range(len(rules))]
+    coverage = Coverage(cubes_of, sample) if sample else None
+    for widening, after in widenings(cubes_of, Selectivity(typed.fields, sample), coverage):
+        if widening.dropped:
+            for r, (old, new) in enumerate(zip(cubes_of, after)):
+                gone = {n for n, _ in old[0][0]} - {n for n, _ in new[0][0]}
+                if gone:
+                    return r, gone.pop()
+    raise AssertionError("nothing dropped")
+
+
+def test_with_a_sample_the_cheapest_drop_is_the_one_the_subscribers_other_filters_cover():
+    """Port 1's second rule covers ``a0 > 100``: dropping ``a1`` from its first rule costs nothing,
+    although ``a0`` is the less selective constraint (what the order without a sample drops), and
+    port 2's rule of two narrow constraints is cheaper by selectivity."""
+    def cmp(name: str, op: str, v: int) -> ast.Comparison:
+        return ast.Comparison(ast.Field(name), op, ast.Number(v))
+
+    rules = [ast.Rule(ast.And((cmp("s.a0", ">", 100), cmp("s.a1", ">", 127))), (ast.Forward((1,)),)),
+             ast.Rule(ast.And((cmp("s.a2", ">", 250), cmp("s.a3", ">", 250))), (ast.Forward((2,)),)),
+             ast.Rule(cmp("s.a0", ">", 100), (ast.Forward((1,)),))]
+    rng = np.random.default_rng(3)
+    sample = {f: rng.integers(0, 256, 4000).astype(np.uint64) for f in ATTRS}
+    assert _first_drop(rules, None) == (1, "s.a3")  # by selectivity: port 2's drop adds 2 % of packets
+    assert _first_drop(rules, sample) == (0, "s.a1")  # by coverage: nothing port 1 lacks
+
+
+def test_rules_of_one_attribute_mixed_with_rules_of_several_get_a_flat_lane_of_their_own():
+    sigs = ([frozenset({"d"})] * 5 + [frozenset({"a", "b"})] * 4 + [frozenset({"a", "c"})] * 3
+            + [frozenset({"e"}), frozenset({"a"}), frozenset()])
+    assert None not in spread(sigs, 3)[1]  # only when asked
+    lanes, hubs = spread(sigs, 3, flat=True)
+    assert hubs[-1] is None and None not in hubs[:-1]
+    assert sorted(lanes[-1]) == [0, 1, 2, 3, 4, 12, 13, 14]  # every rule of at most one attribute
+    assert set(hubs[:-1]) <= {"a", "b", "c"}  # hubs of the rules of several ("d" is the most tested)
+    assert sorted(i for lane in lanes for i in lane) == list(range(len(sigs)))
+    assert all(len(sigs[i]) > 1 for lane in lanes[:-1] for i in lane)
+    # Rules of one attribute only: no flat lane (every lane is as flat).
+    lanes, hubs = spread([frozenset({x}) for x in "abcde"], 3, flat=True)
+    assert None not in hubs
+    # Rules of one attribute fewer than half: hub lanes as before.
+    lanes, hubs = spread([frozenset({"a", "b"})] * 3 + [frozenset({"c"})] * 2, 3, flat=True)
+    assert None not in hubs
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(siena_rule(), min_size=4, max_size=14), packets, packets)
+def test_a_widened_compile_that_chose_its_drops_on_a_sample_is_a_proved_superset(rules, sample, pkts):
+    typed_rules = ast.RuleSet(tuple(rules))
+    exact = compile_rules(SPEC, typed_rules, CompileOptions(delivery="bitmap", lanes=1))
+    budget = Budget(entries=max(1, exact.stats["total_entries"] // 3))
+    cols = {f: np.array([p[f] for p in sample], dtype=np.uint64) for f in ATTRS}
+    compiled = compile_rules(SPEC, typed_rules, CompileOptions(delivery="bitmap", budget=budget, sample=cols))
+    assert verify(compiled.pipeline, compiled.typed).sound  # never a missed delivery
+    assert not compiled.stats["budget_misses"]
+    for pkt, got in zip(pkts + sample, model_sets(compiled.pipeline, pkts + sample)):
+        assert oracle.evaluate(compiled.typed, pkt).ports <= got
