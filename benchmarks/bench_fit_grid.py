@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.bench_tofino_fit import P4SUB, ROOT, timed  # noqa: E402
 
 SPECS = {"itch": "apps/itch/itch.p4", "int": "apps/int/int.p4"}
+#: What ``gen rules --constraints`` takes per workload (INT's three query fields, the latency twice).
+MAX_CONSTRAINTS = {"itch": 5, "int": 4}
 
 
 def feed(workload: str, work: Path, seed: int) -> Path:
@@ -108,6 +110,8 @@ def main() -> int:
     for workload in args.workloads.split(","):
         for n in map(int, args.sizes.split(",")):
             for c in map(int, args.constraints.split(",")):
+                if c > MAX_CONSTRAINTS[workload]:
+                    continue
                 for target in args.targets.split(","):
                     row = point(workload, n, c, target, work, args.seconds, args.timeout)
                     rows.append(row)
