@@ -225,6 +225,16 @@ def report_widening(compiled, options: CompileOptions, trace: str | None) -> Non
           f"constraints dropped from {a['widened_rules']} rules): {counts.extra} extra deliveries for "
           f"{counts.wanted} wanted ({100 * counts.extra_per_wanted:.2f} %) {where}, {counts.missed} missed",
           file=sys.stderr)
+    if not trace and counts.wanted < UNIFORM_MIN_WANTED:
+        # Uniform traffic over a field's whole domain rarely meets real thresholds (INT latencies,
+        # queue depths): the widening's order and this figure then say little about real traffic.
+        print(f"warning: under uniform traffic the rules want {counts.wanted} of {len(next(iter(sample.values())))} "
+              "sample packets, so neither the widening's choice nor this figure reflects real traffic: give "
+              "--trace with a sample of it", file=sys.stderr)
+
+
+#: Below this many wanted deliveries in the uniform sample, the uniform estimate is called uninformative.
+UNIFORM_MIN_WANTED = 100
 
 
 def check_like(old: ir.Pipeline, new: ir.Pipeline, old_out: str) -> None:

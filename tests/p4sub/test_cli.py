@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -149,3 +150,17 @@ def test_like_keeps_a_bitmap_layout_or_refuses_with_the_reason(files, capsys) ->
     assert main(["compile", str(files / "s.p4"), str(files / "new_port.sub"), "-o", str(files / "b3"),
                  "--target", "bmv2", "--like", str(files / "b1")]) == 2
     assert "another program" in capsys.readouterr().err and not (files / "b3").exists()
+
+
+def test_a_widening_judged_on_uniform_traffic_that_wants_nothing_says_so(tmp_path, capsys):
+    """INT thresholds (latencies, queue depths) are rarely met by uniform traffic over 32 bits: the
+    compile must not present its 0 % under uniform traffic as the cost of the widening."""
+    from apps.workloads import int_rules, workload_text
+
+    rules = tmp_path / "int.sub"
+    rules.write_text(workload_text(int_rules(1000, constraints=4, seed=2)))
+    spec = str(Path(__file__).resolve().parents[2] / "apps/int/int.p4")
+    assert main(["compile", spec, str(rules), "--target", "bmv2", "--budget", "entries=2000",
+                 "-o", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "rules widened" in err and "under uniform traffic the rules want" in err and "give --trace" in err
