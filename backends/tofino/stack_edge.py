@@ -22,8 +22,7 @@ from __future__ import annotations
 from dataclasses import astuple, dataclass, replace
 
 from backends.tofino.stack_rows import keep_after, mixed_rows, port_rows
-from compiler.delivery import DROP_REASONS, STORED_ID, CombinedPlan, SwitchPlan, push_args
-from compiler.delivery.combined import Push
+from compiler.delivery import DROP_REASONS, STORED_ID, CombinedPlan, Push, SwitchPlan, push_args
 
 #: The parameters :func:`edge_args` appends to the push action's, in order.
 EDGE_PARAMS = ("mask", "own", "stored", "pop", "keep", "drop", "reason")

@@ -11,16 +11,18 @@ header stack) and the push table.
 Control-plane objects (BF Runtime names):
 
 * ``pipe.SwitchIngress.p4sub_self``: keyless; default entry ``SwitchIngress.p4sub_set_own(id)``.
-* ``pipe.SwitchIngress.p4sub_push``: ``meta.p4sub_rset`` -> ``p4sub_push_stack(count, l0 .. l{N-1})``.
+* ``pipe.SwitchIngress.p4sub_push``: ``meta.p4sub_rset`` -> ``p4sub_push_stack(count, l0 .. l{N-1}, mask,
+  own, stored, pop, keep, drop, reason)``: the labels, then what the switch decides for them
+  (:mod:`backends.tofino.stack_edge`).
 * ``pipe.SwitchIngress.p4sub_stored``: tree id -> ``p4sub_set_mask(mask)``.
 * ``pipe.SwitchEgress.p4sub_host_port``: ``eg_intr_md.egress_port`` -> ``p4sub_strip``.
 * ``$pre.node`` / ``$pre.mgid``: one multicast group per port bitmap (id = bitmap, rid = id).
 * Counters ``SwitchIngress.p4sub_drops`` (index = position in ``DROP_REASONS``) and
   ``SwitchEgress.p4sub_ingress_port_drops``.
 
-Everything else the program needs (first own label, a port label's bitmap bit, the predictive
-pruning of the port encoding, the mixed encoding's dispatch on the strategy tag) is ``const
-entries`` computed here, the same for every switch. All four encodings of
+Everything else the program needs (first own label, the port labels' bitmap bits, the predictive
+pruning of the port encoding, the labels it keeps, the mixed encoding's dispatch on the strategy tag)
+is ``const entries`` (:mod:`backends.tofino.stack_rows`), the same for every switch. All four encodings of
 :data:`compiler.delivery.combined.RENDERED_ENCODINGS` are rendered: bitmask and mcgroup take the
 first own label's value as the bitmap (mcgroup: the group id, which is the bitmap).
 What does not map from the v1model program, and why, is said in the program's header comment and

@@ -1,5 +1,5 @@
-"""bf-p4c on the routed delivery programs of fat-tree-4 (issue 28): header-stack delivery's edge,
-aggregation and core switches fit Tofino 1's 12 stages.
+"""bf-p4c on the routed delivery programs of fat-tree-4 (issue 28): the edge, aggregation and core
+switches of header-stack delivery and of virtual trees fit Tofino 1's 12 stages.
 
 Marked ``tofino``; skipped when bf-p4c is not on PATH, as the other bf-p4c tests are. The aggregation
 and core programs of a delivery are the same text but for their header comment (the switch id is a
@@ -41,7 +41,7 @@ def distinct_programs(out: Path) -> dict[str, str]:
     return texts
 
 
-@pytest.mark.parametrize("delivery", ["header-stack"])
+@pytest.mark.parametrize("delivery", ["header-stack", "vt"])
 def test_bf_p4c_places_every_switch_role_within_12_stages(tmp_path, delivery):
     out = tmp_path / "net"
     assert main([*ROUTE, "--delivery", delivery, "-o", str(out)]) == 0
