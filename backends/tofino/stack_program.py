@@ -90,7 +90,8 @@ PROGRAM = "program.p4"
 ENTRIES = "entries.bfrt.json"
 INFO = "tofino.json"
 BRIDGE = "p4sub_bridge"
-STORED_KEY = "p4sub_label[0].value"
+#: ``p4sub_stored``'s key as BF Runtime names it (bf-p4c writes a stack element ``x[0]`` as ``x$0``).
+STORED_KEY = "p4sub_label$0.value"
 #: Tofino 1's egress parser reads at most this many bytes of a packet (p4c ``specs/parde_spec.h``).
 EGRESS_PARSE_BYTES = 160
 #: The encodings this program renders (combined.RENDERED_ENCODINGS may grow for BMv2 alone).

@@ -72,7 +72,10 @@ IN_PORT_KEY = "ig_intr_md.ingress_port"
 
 
 def label_key(i: int) -> str:
-    return f"vt_label[{i}].ident"
+    """The BF Runtime name of position ``i``'s key. bf-p4c writes a header-stack element ``x[i]`` in a
+    name as ``x$i`` (bf-rt.json said ``vt_label$2.ident`` for ``@name("vt_label[2].ident")``), so the
+    program's ``@name`` and the entries use that spelling."""
+    return f"vt_label${i}.ident"
 
 
 def port_size(sp: VtSwitchPlan) -> int:
@@ -189,6 +192,7 @@ def program_text(plan: VtPlan, sp: VtSwitchPlan, target: Target = TOFINO1) -> st
         reasons=reasons, n_reasons=len(VT_DROP_REASONS), H=HEADERS_STRUCT, M=METADATA_STRUCT,
         EH=EGRESS_HEADERS, EM=EGRESS_METADATA, bridge=BRIDGE, edge=sp.ingress, tree_size=tree_size(plan),
         link_size=link_size(sp), port_size=port_size(sp), host_size=host_size(sp), in_port_key=IN_PORT_KEY,
+        label_keys=[label_key(i) for i in range(n)],
         host_port_key=EGRESS_PORT_KEY, spec_start=SPEC_START, header_types=[], spec_members=[], parser_states=[],
         emits=[], stopped=(), first_only=False,
         chains=chains(n), steps=steps(n), pop_groups=pop_groups(n),

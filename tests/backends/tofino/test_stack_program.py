@@ -133,7 +133,7 @@ def test_entries_carry_exactly_the_plan_state(plan, topo):
                         "action": "SwitchIngress.p4sub_set_own", "key": {}, "data": {"id": sp.switch_id}}]
         host = sorted(e["key"]["eg_intr_md.egress_port"]["value"] for e in rows.pop("p4sub_host_port", []))
         assert host == sorted(sp.host_ports)
-        stored = sorted((e["key"]["p4sub_label[0].value"]["value"], e["data"]["mask"]) for e in rows.pop("p4sub_stored", []))
+        stored = sorted((e["key"]["p4sub_label$0.value"]["value"], e["data"]["mask"]) for e in rows.pop("p4sub_stored", []))
         assert stored == sorted(sp.stored)
         pushes = rows.pop("p4sub_push", [])
         expected = {p.rsid: push_args(plan, p) for p in sp.pushes}

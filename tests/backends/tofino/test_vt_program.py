@@ -70,7 +70,7 @@ def test_entries_are_the_v1model_entries_at_every_label_position(plan):
             m = re.fullmatch(r"pipe\.SwitchIngress\.(check_(?:hop|tree|stop))_(\d+)", rec["table_name"])
             if m:
                 (key, value), = rec["key"].items()
-                assert key == f"vt_label[{m.group(2)}].ident"
+                assert key == f"vt_label${m.group(2)}.ident"  # bf-p4c's spelling of vt_label[i]
                 assert rec["action"] == f"SwitchIngress.vt_{m.group(1)[6:]}_{m.group(2)}"
                 (arg,) = rec["data"].values()
                 got.setdefault((m.group(1), int(m.group(2))), set()).add((value["value"], arg))
