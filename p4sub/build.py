@@ -168,10 +168,10 @@ def run_tofino(args: argparse.Namespace, out: Path) -> int:
     if manifest is not None:
         manifest.record([RESOURCES, *(f"{TOFINO_BUILD}/{n}" for n in TOFINO_RECORDED if (out / TOFINO_BUILD / n).is_file())])
     c = resources["comparison"]["totals"]
+    estimated = (f"p4sub estimated {c['stages']['estimate']}, {c['sram_blocks']['estimate']} and "
+                 f"{c['tcam_blocks']['estimate']}" if c["stages"]["estimate"] is not None else "p4sub has no estimate")
     print(f"bf-p4c placed the program in {measured.stages} stages, {measured.sram_blocks} SRAM and "
-          f"{measured.tcam_blocks} TCAM blocks (p4sub estimated {c['stages']['estimate']}, "
-          f"{c['sram_blocks']['estimate']} and {c['tcam_blocks']['estimate']}); wrote {out / TOFINO_BUILD} and "
-          f"{out / RESOURCES}")
+          f"{measured.tcam_blocks} TCAM blocks ({estimated}); wrote {out / TOFINO_BUILD} and {out / RESOURCES}")
     return 0
 
 

@@ -185,8 +185,8 @@ def compare(estimate: dict, measured: Measured) -> dict:
     Per resource: both figures and the estimate's error relative to bf-p4c's; per table the same for
     SRAM and TCAM, with the tables only one side has (bf-p4c's own tables, folded tables).
     """
-    def error(est: float, real: float) -> float | None:
-        return None if real == 0 else round(100.0 * (est - real) / real, 1)
+    def error(est: float | None, real: float) -> float | None:
+        return None if real == 0 or est is None else round(100.0 * (est - real) / real, 1)
 
     measured_by_name = {t.name: t for t in measured.tables}
     rows = []
@@ -200,9 +200,11 @@ def compare(estimate: dict, measured: Measured) -> dict:
     known = {t["name"] for t in estimate.get("tables", [])}
     only_bf = [asdict(t) for t in measured.tables if t.name not in known]
     totals = {}
-    for key, est, real in (("sram_blocks", estimate.get("sram_blocks", 0), measured.sram_blocks),
-                           ("tcam_blocks", estimate.get("tcam_blocks", 0), measured.tcam_blocks),
-                           ("stages", estimate.get("stages", 0), measured.stages)):
+    # A program without an estimate (header-stack and VT delivery) has no figure to compare: None, not
+    # an error of -100 %.
+    for key, est, real in (("sram_blocks", estimate.get("sram_blocks"), measured.sram_blocks),
+                           ("tcam_blocks", estimate.get("tcam_blocks"), measured.tcam_blocks),
+                           ("stages", estimate.get("stages"), measured.stages)):
         totals[key] = {"estimate": est, "bf_p4c": real, "error_percent": error(est, real)}
     return {"compiler_version": measured.compiler_version, "totals": totals, "tables": rows,
             "bf_p4c_only_tables": only_bf}

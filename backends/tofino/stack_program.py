@@ -11,16 +11,18 @@ header stack) and the push table.
 Control-plane objects (BF Runtime names):
 
 * ``pipe.SwitchIngress.p4sub_self``: keyless; default entry ``SwitchIngress.p4sub_set_own(id)``.
-* ``pipe.SwitchIngress.p4sub_push``: ``meta.p4sub_rset`` -> ``p4sub_push_stack(count, l0 .. l{N-1})``.
+* ``pipe.SwitchIngress.p4sub_push``: ``meta.p4sub_rset`` -> ``p4sub_push_stack(count, l0 .. l{N-1}, mask,
+  own, stored, pop, keep, drop, reason)``: the labels, then what the switch decides for them
+  (:mod:`backends.tofino.stack_edge`).
 * ``pipe.SwitchIngress.p4sub_stored``: tree id -> ``p4sub_set_mask(mask)``.
 * ``pipe.SwitchEgress.p4sub_host_port``: ``eg_intr_md.egress_port`` -> ``p4sub_strip``.
 * ``$pre.node`` / ``$pre.mgid``: one multicast group per port bitmap (id = bitmap, rid = id).
 * Counters ``SwitchIngress.p4sub_drops`` (index = position in ``DROP_REASONS``) and
   ``SwitchEgress.p4sub_ingress_port_drops``.
 
-Everything else the program needs (first own label, a port label's bitmap bit, the predictive
-pruning of the port encoding, the mixed encoding's dispatch on the strategy tag) is ``const
-entries`` computed here, the same for every switch. All four encodings of
+Everything else the program needs (first own label, the port labels' bitmap bits, the predictive
+pruning of the port encoding, the labels it keeps, the mixed encoding's dispatch on the strategy tag)
+is ``const entries`` (:mod:`backends.tofino.stack_rows`), the same for every switch. All four encodings of
 :data:`compiler.delivery.combined.RENDERED_ENCODINGS` are rendered: bitmask and mcgroup take the
 first own label's value as the bitmap (mcgroup: the group id, which is the bitmap).
 What does not map from the v1model program, and why, is said in the program's header comment and
@@ -64,7 +66,20 @@ from backends.tofino.layout import KeyLayout, Layout, TableLayout, TofinoOptions
 from backends.tofino.layout import plan as plan_layout
 from backends.tofino.op_tree import op_tree
 from backends.tofino.program import EGRESS_HEADERS, EGRESS_METADATA, SPEC_START, table_text, tna_spec
+from backends.tofino.stack_edge import EDGE_PARAMS, edge_args
 from backends.tofino.stack_parse import first_only, fix_stack_indices
+from backends.tofino.stack_rows import (
+    COMPARE_GROUP,
+    compare_copies,
+    cut_back_rows,
+    cut_front_rows,
+    first_own_rows,
+    keep_after,
+    mixed_rows,
+    port_group_rows,
+    port_groups,
+    prune_rows,
+)
 from backends.tofino.target import TOFINO1, Target, facts
 from compiler import ir
 from compiler.base import TargetError
@@ -75,7 +90,8 @@ PROGRAM = "program.p4"
 ENTRIES = "entries.bfrt.json"
 INFO = "tofino.json"
 BRIDGE = "p4sub_bridge"
-STORED_KEY = "p4sub_label[0].value"
+#: ``p4sub_stored``'s key as BF Runtime names it (bf-p4c writes a stack element ``x[0]`` as ``x$0``).
+STORED_KEY = "p4sub_label$0.value"
 #: Tofino 1's egress parser reads at most this many bytes of a packet (p4c ``specs/parde_spec.h``).
 EGRESS_PARSE_BYTES = 160
 #: The encodings this program renders (combined.RENDERED_ENCODINGS may grow for BMv2 alone).
@@ -91,8 +107,9 @@ class StackTable:
 
 
 def bridge_bytes(max_labels: int) -> int:
-    """Bytes of the bridged header: ingress port (2), stored flag (1), pop (1), keep bits, own bits."""
-    return 4 + 2 * math.ceil(max_labels / 8)
+    """Bytes of the bridged header: ingress port (2), stored flag (1), pop (1), keep bits, one byte per
+    own-label bit (each in a container of its own: see the template)."""
+    return 4 + math.ceil(max_labels / 8) + max_labels
 
 
 def exact_table(name: str, keys: tuple[tuple[str, int], ...], action: ir.Action, gress: str, size: int,
@@ -117,10 +134,15 @@ def stack_tables(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -
                [ir.Entry("p4sub_host_port", (ir.Exact(p),), strip.name) for p in sp.host_ports]),
     ]
     if sp.ingress:
+        keep_bits = 8 * math.ceil(plan.max_labels / 8)
+        widths = {"mask": plan.mask_width, "own": keep_bits, "stored": 1, "pop": 8, "keep": keep_bits, "drop": 1,
+                  "reason": 8}
         push = ir.Action("p4sub_push_stack", (ir.Param("count", 16),)
-                         + tuple(ir.Param(f"l{i}", label_bits) for i in range(plan.max_labels)))
+                         + tuple(ir.Param(f"l{i}", label_bits) for i in range(plan.max_labels))
+                         + tuple(ir.Param(name, widths[name]) for name in EDGE_PARAMS))
         tables.append(exact_table("p4sub_push", ((RSET_META, rset_width(plan)),), push, "ingress", push_size(plan),
-                             [ir.Entry("p4sub_push", (ir.Exact(p.rsid),), push.name, push_args(plan, p))
+                             [ir.Entry("p4sub_push", (ir.Exact(p.rsid),), push.name,
+                                       push_args(plan, p) + edge_args(plan, sp, p))
                               for p in sp.pushes]))
     return tables
 
@@ -141,63 +163,6 @@ def subscription_layout(plan: CombinedPlan | VtPlan, target: Target = TOFINO1) -
     """The receiver-set pipeline's tables as Tofino matches them (program and entries read this one object)."""
     check_key_fields(plan.pipeline, facts(target))
     return plan_layout(plan.pipeline, TofinoOptions(target=target))
-
-
-def first_own_rows(n: int) -> list[dict[str, Any]]:
-    """``p4sub_first_own``'s const entries: own bit ``i`` set and every lower one clear -> position ``i``."""
-    return [{"index": i, "match": ["1w0"] * i + ["1w1"] + ["_"] * (n - i - 1)} for i in range(n)]
-
-
-def keep_after(k: int, end: int) -> int:
-    """Bits ``k+1 .. end-1``: the labels strictly between position ``k`` and ``end``."""
-    return sum(1 << j for j in range(k + 1, end))
-
-
-def prune_rows(n: int, keep_bits: int) -> list[dict[str, Any]]:
-    """``p4sub_prune``'s const entries (keys: own_0..own_{n-1}, at_0..at_{n-1}).
-
-    For the first own label ``k`` naming the egress port (``at_k``; no ``at_j`` below it) and the next
-    own label ``nxt`` after it (none: the subtree runs to the stack's end), keep labels ``k+1 .. nxt-1``.
-    The tail's pop is given as its 16-bit two's complement and added: bf-p4c takes no action data as
-    the second operand of a subtraction.
-    """
-    rows = []
-    for k in range(n):
-        at = ["1w0"] * k + ["1w1"] + ["_"] * (n - k - 1)
-        for nxt in range(k + 1, n + 1):
-            own = ["_"] * (k + 1) + ["1w0"] * (nxt - k - 1) + (["1w1"] + ["_"] * (n - nxt - 1) if nxt < n else [])
-            keep = literal(keep_after(k, nxt), keep_bits)
-            action = (f"p4sub_keep_span({keep}, 16w{nxt - k - 1})" if nxt < n
-                      else f"p4sub_keep_tail({keep}, 16w{-(k + 1) & 0xFFFF})")
-            rows.append({"match": own + at, "action": action})
-    return rows
-
-
-def port_rows(value_bits: int, mask_width: int = 16) -> list[tuple[int, int]]:
-    """``p4sub_port_i``'s const entries: label value ``p`` -> bit ``p - 1`` of the bitmap.
-
-    Values 1 .. 16 (the v1model program's ``16w1 << (value - 1)`` for every value that leaves a bit
-    in 16 bits; ports above :data:`~compiler.delivery.combined.MAX_PORT` select no group the plan
-    installs, on both targets); any other value misses and adds no port."""
-    return [(p, 1 << (p - 1)) for p in range(1, min(mask_width, (1 << value_bits) - 1) + 1)]
-
-
-def mixed_rows(plan: CombinedPlan) -> list[dict[str, Any]]:
-    """``p4sub_mixed``'s const entries (key: the first own label's value, ternary).
-
-    The v1model program's dispatch as entries: a port-tag value ``p`` in 1 .. 16 sets bit ``p - 1``
-    (:func:`port_rows` on the bits below the tag), a bitmask- or group-tag value takes the bits below
-    the tag as the bitmap (action ``p4sub_mixed_bitmap``); the unused tag and out-of-range ports miss.
-    """
-    shift, value_bits = plan.tag_shift, 8 * plan.value_bytes
-    full, tag_mask = (1 << value_bits) - 1, ((1 << plan.tag_bits) - 1) << shift
-    port = MIXED_TAGS["port"] << shift
-    rows = [{"value": port | p, "mask": full, "action": f"p4sub_mixed_port(16w{b})"}
-            for p, b in port_rows(shift, plan.mask_width)]
-    rows += [{"value": MIXED_TAGS[t] << shift, "mask": tag_mask, "action": "p4sub_mixed_bitmap()"}
-             for t in ("bitmask", "group")]
-    return rows
-
 
 
 def _check(plan: CombinedPlan, sp: SwitchPlan, target: Target) -> None:
@@ -271,28 +236,35 @@ def program_text(plan: CombinedPlan, sp: SwitchPlan, target: Target = TOFINO1) -
     unused = {"ingress-port", "no-subscriber" if not sp.ingress else "not-a-stack"}  # egress / the other role
     reasons = [{"name": r, "const": r.upper().replace("-", "_"), "index": i} for i, r in enumerate(DROP_REASONS)
                if r not in unused]
-    members = [Member(bits(8 * plan.id_bytes), "p4sub_own"), Member(bits(8), "p4sub_index"),
+    members = [*(Member(bits(8 * plan.id_bytes), f"p4sub_own_{c}") for c in range(compare_copies(n))),
+               Member(bits(8), "p4sub_index"),
                Member(bits(16), "p4sub_mask"), Member(bits(1), "p4sub_too_deep"), Member(bits(1), "p4sub_drop"),
                Member(bits(8), "p4sub_reason")]
     if plan.encoding == "port":
-        members += [Member(bits(16), f"p4sub_bit_{i}") for i in range(n)]
+        members += [Member(bits(16), f"p4sub_bits_{g}") for g in range(len(port_groups(n)))]
     if plan.encoding == "mixed":
         members.append(Member(bits(8 * plan.value_bytes), "p4sub_own_value"))
     egress_members = [Member(bits(keep_bits), "p4sub_keep")]
     if plan.encoding == "port":
         egress_members += [Member(bits(1), f"p4sub_at_{i}") for i in range(n)]
+        egress_members += [Member(bits(target.port_width), f"p4sub_eport_{c}") for c in range(compare_copies(n))]
     context: dict[str, Any] = dict(
         switch=sp.name, switch_id=sp.switch_id, encoding=plan.encoding, n=n, include=target.include, t=target,
         id_bits=8 * plan.id_bytes, value_bits=8 * plan.value_bytes, label_bits=8 * plan.label_bytes,
         reasons=reasons, n_reasons=len(DROP_REASONS), H=HEADERS_STRUCT, M=METADATA_STRUCT,
-        EH=EGRESS_HEADERS, EM=EGRESS_METADATA, bridge=BRIDGE, keep_bits=keep_bits, own_pad=keep_bits - n,
+        EH=EGRESS_HEADERS, EM=EGRESS_METADATA, bridge=BRIDGE, keep_bits=keep_bits,
         keep_after=[keep_after(i, n) for i in range(n)], first_own_rows=first_own_rows(n),
-        port_rows=port_rows(8 * plan.value_bytes, plan.mask_width), prune_rows=prune_rows(n, keep_bits) if plan.encoding == "port" else [],
+        cut_front_rows=cut_front_rows(n), cut_back_rows=cut_back_rows(n),
+        port_groups=port_groups(n), compare_group=COMPARE_GROUP, compare_copies=compare_copies(n),
+        port_group_rows={k: port_group_rows(k, 8 * plan.value_bytes, plan.mask_width)
+                         for k in {len(g) for g in port_groups(n)}} if plan.encoding == "port" else {},
+        prune_rows=prune_rows(n, keep_bits) if plan.encoding == "port" else [],
         edge=sp.ingress, stored_size=stored_size(sp), stored_key=STORED_KEY, host_port_key=EGRESS_PORT_KEY,
         spec_start=SPEC_START, header_types=[], spec_members=[], parser_states=[], emits=[], stopped=(),
         first_only=False, tag_bits=plan.tag_bits, tag_shift=plan.tag_shift, tags=MIXED_TAGS,
         mask_bits=plan.mask_width, mixed_rows=mixed_rows(plan) if plan.encoding == "mixed" else [],
-        or_levels=op_tree("p4sub_bit_or", [f"meta.p4sub_bit_{i}" for i in range(n)]) if plan.encoding == "port" else [],
+        or_levels=(op_tree("p4sub_bits_or", [f"meta.p4sub_bits_{g}" for g in range(len(port_groups(n)))])
+                   if plan.encoding == "port" else []),
     )
     if sp.ingress:
         extra, pipeline_members = subscription_context(plan, target)

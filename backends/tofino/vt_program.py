@@ -21,7 +21,8 @@ Control-plane objects (BF Runtime names; ``i`` = label position 0 .. max_labels 
   of the switch's links) -> ``vt_hop_i(port_bit)`` / ``vt_stop_i(port_bit)``; every position holds
   the same entries, the v1model program's ``check_*`` entries with ``port`` as ``1 << (port - 1)``;
 * ``pipe.SwitchIngress.vt_in_bit`` / ``pipe.SwitchEgress.vt_port_bit``: the switch's ports -> their bit;
-* ``pipe.SwitchIngress.vt_push``: ``meta.p4sub_rset`` -> ``vt_push_stack(count, l0 .. l{N-1})`` (edges);
+* ``pipe.SwitchIngress.vt_push``: ``meta.p4sub_rset`` -> ``vt_push_stack(count, l0 .. l{N-1}, send, pops_0 ..,
+  drop, reason)`` (edges: the labels, then the scan's outcome for them, :mod:`backends.tofino.vt_edge`);
 * ``pipe.SwitchEgress.vt_host_port``: ``eg_intr_md.egress_port`` -> ``vt_strip``;
 * ``$pre.node`` / ``$pre.mgid``: group :data:`GROUP` with every port of the switch;
 * counter ``SwitchIngress.vt_drops`` (index = position in ``VT_DROP_REASONS``).
@@ -54,6 +55,7 @@ from backends.tofino.stack_program import (
     table_summary,
 )
 from backends.tofino.target import TOFINO1, Target
+from backends.tofino.vt_edge import HOP, STOP, TREE, edge_args, edge_params
 from compiler import ir
 from compiler.base import TargetError, write_files
 from compiler.delivery import ETH_HEADER, RSET_META
@@ -63,14 +65,17 @@ PROGRAM = "program.p4"
 ENTRIES = "entries.bfrt.json"
 INFO = "tofino.json"
 BRIDGE = "vt_bridge"
-TREE, HOP, STOP = 0x4000, 0x8000, 0xC000
+
 #: The one multicast group of every switch: all its ports (the egress keeps the ports to serve).
 GROUP = 1
 IN_PORT_KEY = "ig_intr_md.ingress_port"
 
 
 def label_key(i: int) -> str:
-    return f"vt_label[{i}].ident"
+    """The BF Runtime name of position ``i``'s key. bf-p4c writes a header-stack element ``x[i]`` in a
+    name as ``x$i`` (bf-rt.json said ``vt_label$2.ident`` for ``@name("vt_label[2].ident")``), so the
+    program's ``@name`` and the entries use that spelling."""
+    return f"vt_label${i}.ident"
 
 
 def port_size(sp: VtSwitchPlan) -> int:
@@ -106,16 +111,21 @@ def vt_tables(plan: VtPlan, sp: VtSwitchPlan, target: Target = TOFINO1) -> list[
                     [ir.Entry("vt_host_port", (ir.Exact(p),), strip.name) for p in sp.host_ports]),
     ]
     if sp.ingress:
+        c = chains(plan.max_labels)
+        widths = {"send": w, "drop": 1, "reason": 8} | {f"pops_{k}": steps(plan.max_labels) for k in range(c)}
         push = ir.Action("vt_push_stack", (ir.Param("count", 16),)
-                         + tuple(ir.Param(f"l{i}", 16) for i in range(plan.max_labels)))
+                         + tuple(ir.Param(f"l{i}", 16) for i in range(plan.max_labels))
+                         + tuple(ir.Param(name, widths[name]) for name in edge_params(c)))
         out.append(exact_table("vt_push", ((RSET_META, rset_width(plan)),), push, "ingress", push_size(plan),
-                               [ir.Entry("vt_push", (ir.Exact(p.rsid),), push.name, push_words(plan, p))
+                               [ir.Entry("vt_push", (ir.Exact(p.rsid),), push.name,
+                                         push_words(plan, p) + edge_args(plan, sp, p, c))
                                 for p in sp.pushes]))
     return out
 
 
 def bridge_bytes(plan: VtPlan) -> int:
-    return plan.mask_width // 8
+    """The ports to serve (W/8 bytes) and one byte of pop bits per chain."""
+    return plan.mask_width // 8 + chains(plan.max_labels)
 
 
 def _check(plan: VtPlan, sp: VtSwitchPlan, target: Target) -> None:
@@ -130,9 +140,37 @@ def _check(plan: VtPlan, sp: VtSwitchPlan, target: Target) -> None:
                           "lower --max-labels")
 
 
+#: Label positions whose tables run in one stage: position i ORs its ports into chain ``i % CHAINS``'s
+#: two bitmaps, so a chain's positions follow each other a stage apart and the OR trees fold CHAINS
+#: bitmaps. One bitmap per position (16 leaves of an OR tree, plus the result and the ingress port's
+#: bit) was one rotational cluster, more than bf-p4c can place in one MAU group of 16 containers.
+CHAINS = 4
+
+
+def chains(n: int) -> int:
+    return min(CHAINS, n)
+
+
+def steps(n: int) -> int:
+    """Positions per chain: the stages the label scan takes."""
+    return -(-n // chains(n))
+
+
+def pop_groups(n: int) -> list[list[int]]:
+    """The label positions of each chain, which its ``vt_popped_c`` table removes: ``[[0, 4, 8, 12], ...]``."""
+    return [list(range(c, n, chains(n))) for c in range(chains(n))]
+
+
+def pop_rows(size: int) -> list[dict[str, Any]]:
+    """``vt_popped_c``'s const entries over a chain's ``size``-bit pop bitmap: every non-empty subset
+    of popped positions -> the action that sets those labels invalid and counts them (none: a miss)."""
+    return [{"subset": subset, "positions": [k for k in range(size) if subset >> k & 1]}
+            for subset in range(1, 1 << size)]
+
+
 def scan_metadata_bits(plan: VtPlan) -> int:
-    """Ingress metadata bits the one-pass label scan takes: per position two bitmaps and a pop flag."""
-    return plan.max_labels * (2 * plan.mask_width + 8)
+    """Ingress metadata bits the one-pass label scan takes: per chain three bitmaps (trees, hops, stops)."""
+    return chains(plan.max_labels) * 3 * plan.mask_width
 
 
 def program_text(plan: VtPlan, sp: VtSwitchPlan, target: Target = TOFINO1) -> str:
@@ -144,19 +182,25 @@ def program_text(plan: VtPlan, sp: VtSwitchPlan, target: Target = TOFINO1) -> st
                if r not in unused]
     members = [Member(bits(1), "vt_too_deep"), Member(bits(1), "vt_drop"), Member(bits(8), "vt_reason"),
                Member(bits(w), "vt_in_bit")]
-    for i in range(n):
-        members += [Member(bits(w), f"vt_add_{i}"), Member(bits(w), f"vt_stop_{i}"), Member(bits(8), f"vt_pop_{i}")]
-    egress_members = [Member(bits(w), "vt_port_bit")]
+    for c in range(chains(n)):
+        members += [Member(bits(w), f"vt_add_{c}"), Member(bits(w), f"vt_hop_{c}"), Member(bits(w), f"vt_stop_{c}"),
+                    Member(bits(steps(n)), f"vt_pops_{c}")]
+    egress_members = [Member(bits(w), "vt_port_bit"), Member(bits(w), "vt_serve")]
+    egress_members += [Member(bits(16), f"vt_popn_{c}") for c in range(chains(n))]
     context: dict[str, Any] = dict(
         switch=sp.name, switch_id=sp.switch_id, n=n, w=w, include=target.include, t=target, group=GROUP,
         reasons=reasons, n_reasons=len(VT_DROP_REASONS), H=HEADERS_STRUCT, M=METADATA_STRUCT,
         EH=EGRESS_HEADERS, EM=EGRESS_METADATA, bridge=BRIDGE, edge=sp.ingress, tree_size=tree_size(plan),
         link_size=link_size(sp), port_size=port_size(sp), host_size=host_size(sp), in_port_key=IN_PORT_KEY,
+        label_keys=[label_key(i) for i in range(n)],
         host_port_key=EGRESS_PORT_KEY, spec_start=SPEC_START, header_types=[], spec_members=[], parser_states=[],
         emits=[], stopped=(), first_only=False,
-        or_levels=merged(op_tree("vt_add_or", [f"meta.vt_add_{i}" for i in range(n)]),
-                         op_tree("vt_stop_or", [*(f"meta.vt_stop_{i}" for i in range(n)), "meta.vt_in_bit"])),
-        pop_levels=op_tree("vt_pop_sum", [f"meta.vt_pop_{i}" for i in range(n)], "+"),
+        chains=chains(n), steps=steps(n), pop_groups=pop_groups(n),
+        pop_rows={k: pop_rows(k) for k in {len(g) for g in pop_groups(n)}},
+        or_levels=merged(op_tree("vt_add_or", [f"meta.vt_{kind}_{c}" for kind in ("add", "hop")
+                                               for c in range(chains(n))]),
+                         op_tree("vt_stop_or", [*(f"meta.vt_stop_{c}" for c in range(chains(n))), "meta.vt_in_bit"])),
+        pop_levels=op_tree("vt_pop_sum", [f"meta.vt_popn_{c}" for c in range(chains(n))], "+"),
     )
     if sp.ingress:
         extra, pipeline_members = subscription_context(plan, target)

@@ -15,6 +15,7 @@ from compiler.delivery.vt.combined import (
     DEFAULT_STRATEGY,
     VT_DROP_REASONS,
     VtPlan,
+    VtPush,
     VtSwitchPlan,
     plan_vt,
     push_words,
@@ -29,6 +30,6 @@ from compiler.delivery.vt.workload import Workload, table_5_1
 
 __all__ = [
     "DEFAULT_MAX_RULES", "DEFAULT_STRATEGY", "ETHERTYPE_VT", "LABEL_BYTES", "VT_DROP_REASONS", "EdgeIds", "Kind",
-    "Label", "VirtualTree", "VirtualTrees", "VtEncoding", "VtGraph", "VtPlan", "VtSwitchPlan", "VtTable", "Workload",
-    "encode", "plan_vt", "push_words", "table_5_1", "vt_plan_json",
+    "Label", "VirtualTree", "VirtualTrees", "VtEncoding", "VtGraph", "VtPlan", "VtPush", "VtSwitchPlan", "VtTable",
+    "Workload", "encode", "plan_vt", "push_words", "table_5_1", "vt_plan_json",
 ]

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from backends.stack_network import render_target
 from backends.tofino.stack_program import ENTRIES, INFO, PROGRAM, render_stack
 from compiler.base.errors import TargetError
-from compiler.delivery.combined import LIMITS, plan_combined, push_args
+from compiler.delivery.combined import DROP_REASONS, LIMITS, plan_combined, push_args
 from compiler.network.host_rules import read_network_rules
 from compiler.network.topology_arg import parse_topology_arg
 from compiler.spec.reader import read_spec
@@ -133,7 +133,7 @@ def test_entries_carry_exactly_the_plan_state(plan, topo):
                         "action": "SwitchIngress.p4sub_set_own", "key": {}, "data": {"id": sp.switch_id}}]
         host = sorted(e["key"]["eg_intr_md.egress_port"]["value"] for e in rows.pop("p4sub_host_port", []))
         assert host == sorted(sp.host_ports)
-        stored = sorted((e["key"]["p4sub_label[0].value"]["value"], e["data"]["mask"]) for e in rows.pop("p4sub_stored", []))
+        stored = sorted((e["key"]["p4sub_label$0.value"]["value"], e["data"]["mask"]) for e in rows.pop("p4sub_stored", []))
         assert stored == sorted(sp.stored)
         pushes = rows.pop("p4sub_push", [])
         expected = {p.rsid: push_args(plan, p) for p in sp.pushes}
@@ -252,13 +252,94 @@ def test_first_own_table_finds_the_lowest_own_label(port_text, own):
     assert action == (f"p4sub_own_at_{own.index(True)}()" if any(own) else None)
 
 
-def test_port_bit_tables_map_value_p_to_bit_p_minus_1_as_the_v1model_shift_does(port_text):
+def v1model_port_bit(value: int) -> int:
+    """v1model: ``16w1 << (bit<8>)(value - 1)``; 8-bit values on the example."""
+    return (1 << ((value - 1) % 256)) & 0xFFFF
+
+
+def test_port_tables_map_every_single_own_label_value_p_to_bit_p_minus_1_as_the_v1model_shift_does(port_text):
     p, text = port_text
-    for i in range(p.max_labels):
-        rows = re.findall(r"(\d+)w(\d+) : p4sub_port_bit_%d\(16w(\d+)\);" % i, text)
-        table = {int(v): int(b) for _, v, b in rows}
-        # v1model: 16w1 << (bit<8>)(value - 1); 8-bit values on the example.
-        assert table == {v: (1 << ((v - 1) % 256)) & 0xFFFF for v in range(256) if (1 << ((v - 1) % 256)) & 0xFFFF}
+    tables = port_tables(text)
+    assert sorted(i for positions, _ in tables for i in positions) == list(range(p.max_labels))
+    for positions, rows in tables:
+        for k in range(len(positions)):
+            for v in range(256):
+                own = [int(j == k) for j in range(len(positions))]
+                action = first_match(rows, own + [v if j == k else 0 for j in range(len(positions))])
+                got = int(action.split("16w")[1].rstrip(")")) if action else 0
+                assert got == v1model_port_bit(v), (positions, k, v)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_port_tables_or_the_bits_of_every_own_label_they_read(port_text, data):
+    """Oracle: the OR of v1model's shift over the own labels among a table's positions (any values)."""
+    _, text = port_text
+    positions, rows = data.draw(st.sampled_from(port_tables(text)))
+    own = [data.draw(st.integers(0, 1)) for _ in positions]
+    values = [data.draw(st.one_of(st.integers(0, 20), st.integers(0, 255))) for _ in positions]
+    action = first_match(rows, own + values)
+    got = int(action.split("16w")[1].rstrip(")")) if action else 0
+    expected = 0
+    for o, v in zip(own, values):
+        expected |= v1model_port_bit(v) if o else 0
+    assert got == expected
+
+
+def test_cut_tables_drop_exactly_the_labels_outside_every_kept_range(port_text):
+    """Every keep mask the program writes is a range [a, b) (bitmask/own-label actions, pruning rows):
+    the two cut tables set invalid exactly the labels whose keep bit is clear."""
+    p, text = port_text
+    n = p.max_labels
+    reader = ReadProgram(p, p.switches["c1"], text)
+    for a in range(n + 1):
+        for b in range(a, n + 1):
+            keep = sum(1 << i for i in range(a, b))
+            assert reader.kept(keep, n) == list(range(a, b)), (a, b)
+    keeps = {keep for _, keep in reader.own_at.values()}  # the own-label actions' masks
+    for _, action in const_rows(text, "p4sub_prune"):
+        keeps.add(literal_value(action.split("(")[1].split(",")[0]))
+    for keep in keeps:
+        assert reader.kept(keep, n) == [i for i in range(n) if keep >> i & 1]
+
+
+def test_trim_table_keeps_the_first_count_labels_of_a_push(plan):
+    sp = next(s for s in plan.switches.values() if s.ingress)
+    text = render_stack(plan, sp.name)[PROGRAM]
+    actions = invalidating_actions(text)
+    rows = dict(re.findall(r"16w(\d+) : (p4sub_trim_\d+)\(\);", text))
+    assert sorted(int(c) for c in rows) == list(range(plan.max_labels))
+    for c, action in rows.items():
+        assert actions[action] == set(range(int(c), plan.max_labels))
+    assert re.search(r"if \(p4sub_push\.apply\(\)\.hit\) \{\s*p4sub_trim\.apply\(\);", text)
+
+
+def test_push_entries_carry_what_the_label_processing_decides_for_the_pushed_stack(plan):
+    """The edge's exclusive path: each push entry's last parameters are what the program's own label
+    processing (read from its text) decides for the stack the entry pushes, drop reason included."""
+    from runtime.stack_sim import StackNetwork
+
+    net = StackNetwork(parse_topology_arg(str(ROOT / "examples/fat-tree-4.topo")), plan)
+    frame = bytes(range(12)) + b"\x08\x00" + b"payload"
+    checked = 0
+    for sp in plan.switches.values():
+        if not sp.ingress:
+            continue
+        doc = json.loads(render_stack(plan, sp.name)[ENTRIES])
+        reader = ReadProgram(plan, sp, render_stack(plan, sp.name)[PROGRAM])
+        pushes = {e["key"][next(iter(e["key"]))]["value"]: e["data"] for e in doc["entries"]
+                  if e["table_name"].endswith("p4sub_push")}
+        for push in sp.pushes:
+            data = pushes[push.rsid]
+            decision = reader.decide(net.push_frame(sp.name, frame, push.rsid))
+            reason = decision["reason"]
+            assert data["drop"] == int(reason is not None)
+            assert data["reason"] == (DROP_REASONS.index(reason) if reason else 0)
+            if reason is None:
+                assert {k: data[k] for k in ("mask", "own", "stored", "pop", "keep")} == \
+                       {k: decision[k] for k in ("mask", "own", "stored", "pop", "keep")}
+            checked += 1
+    assert checked == sum(len(s.pushes) for s in plan.switches.values())
 
 
 # -- what cannot be rendered ------------------------------------------------------------------------
@@ -322,6 +403,34 @@ def mixed_table(text: str) -> tuple[list[tuple[int, int, str, str]], int]:
     return rows, int(hi)
 
 
+def port_tables(text: str) -> list[tuple[list[int], list[tuple[list[str], str]]]]:
+    """The port encoding's ``p4sub_port_g`` tables: the label positions each reads, and its const rows."""
+    out = []
+    for g in sorted(int(x) for x in re.findall(r"table p4sub_port_(\d+) \{", text)):
+        body = re.search(rf"table p4sub_port_{g} \{{(.*?)\n    \}}", text, re.S).group(1)
+        positions = [int(i) for i in re.findall(r"hdr\.p4sub_label\[(\d+)\]\.value : ternary", body)]
+        assert re.findall(r"own_(\d+) : ternary", body) == [str(i) for i in positions]
+        out.append((positions, const_rows(text, f"p4sub_port_{g}")))
+    return out
+
+
+def cut_rows(text: str, table: str) -> list[tuple[int, int, str]]:
+    """A cut table's const rows (value, mask, action), in priority order."""
+    body = re.search(rf"table {table} \{{.*?const entries = \{{(.*?)\n        \}}", text, re.S).group(1)
+    return [(int(v), int(m), a) for v, m, a in re.findall(r"\d+w(\d+) &&& \d+w(\d+) : (\w+)\(\);", body)]
+
+
+def invalidating_actions(text: str) -> dict[str, set[int]]:
+    """Every parameterless action of the program that only sets labels invalid -> those labels."""
+    out = {}
+    for name, body in re.findall(r"action (\w+)\(\) \{(.*?)\n    \}", text, re.S):
+        lines = [ln.strip() for ln in body.strip().splitlines() if ln.strip()]
+        labels = [re.fullmatch(r"hdr\.p4sub_label\[(\d+)\]\.setInvalid\(\);", ln) for ln in lines]
+        if all(labels):
+            out[name] = {int(m.group(1)) for m in labels}
+    return out
+
+
 class ReadProgram:
     """What one switch's TNA program does with a stack frame, read from its text: the const tables,
     the own-label actions' keep/pop constants, and the plan's installed state (stored trees, groups,
@@ -331,7 +440,10 @@ class ReadProgram:
         self.plan, self.sp = plan, sp
         self.first_own = const_rows(text, "p4sub_first_own")
         self.prune = const_rows(text, "p4sub_prune") if plan.encoding == "port" else []
-        self.port_bit = {int(v): int(b) for v, b in re.findall(r"\d+w(\d+) : p4sub_port_bit_0\(16w(\d+)\);", text)}
+        self.port_tables = port_tables(text) if plan.encoding == "port" else []
+        self.cut_front = cut_rows(text, "p4sub_cut_front")
+        self.cut_back = cut_rows(text, "p4sub_cut_back")
+        self.invalidated = invalidating_actions(text)
         self.own_at = {int(i): (int(pop), literal_value(keep)) for i, pop, keep, _ in OWN_AT.findall(text)}
         # What the own-label action does with the label's value: the bitmap (bitmask, mcgroup), the
         # value for the tag dispatch (mixed), nothing (port: the per-position tables).
@@ -353,33 +465,59 @@ class ReadProgram:
                 return int(arg.split("w")[1]) if action == "p4sub_mixed_port" else value & ((2 << slice_hi) - 1) & 0xFFFF
         return 0
 
-    def process(self, in_port: int, frame: bytes) -> list[tuple[int, bytes]]:
+    def decide(self, frame: bytes) -> dict[str, int] | None:
+        """The ingress's label processing of a stack frame: the bitmap, the bridged fields, and a
+        drop reason (None for a frame the parser refuses)."""
         plan, sp, n = self.plan, self.sp, self.plan.max_labels
         size, vb = plan.label_bytes, 8 * plan.value_bytes
         count = int.from_bytes(frame[16:18], "big")
         if count > n:
-            return []
+            return None
         labels = [int.from_bytes(frame[18 + i * size:18 + (i + 1) * size], "big") for i in range(count)]
         ids, vals = [x >> vb for x in labels], [x & ((1 << vb) - 1) for x in labels]
-        body = frame[18 + count * size:]
         stored = count > 0 and ids[0] == 0
         own = [int(i < count and not stored and ids[i] == sp.switch_id) for i in range(n)]
-        pop, keep = 0, 0
+        out = {"stored": int(stored), "own": sum(b << i for i, b in enumerate(own)), "pop": 0, "keep": 0,
+               "mask": 0, "reason": None}
         if stored:
-            mask = dict(sp.stored).get(vals[0], 0)
+            if vals[0] not in dict(sp.stored):
+                return {**out, "reason": "unknown-tree"}
+            out["mask"] = dict(sp.stored)[vals[0]]
         else:
             action = first_match(self.first_own, own)
             if action is None:
-                return []
+                return {**out, "reason": "no-own-label"}
             index = int(re.fullmatch(r"p4sub_own_at_(\d+)\(\)", action).group(1))
-            pop, keep = self.own_at[index]
+            out["pop"], out["keep"] = self.own_at[index]
             if plan.encoding == "port":
-                mask = 0
-                for i in range(count):
-                    if own[i]:
-                        mask |= self.port_bit.get(vals[i], 0)
+                for positions, rows in self.port_tables:
+                    bitmap = first_match(rows, [own[i] for i in positions] + [vals[i] if i < count else -1
+                                                                             for i in positions])
+                    out["mask"] |= int(bitmap.split("16w")[1].rstrip(");")) if bitmap else 0
             else:
-                mask = self.label_mask(vals[index])
+                out["mask"] = self.label_mask(vals[index])
+        return out if out["mask"] else {**out, "reason": "no-port"}
+
+    def kept(self, keep: int, count: int) -> list[int]:
+        """The labels the egress keeps: those neither cut table's matching action sets invalid."""
+        cut = set()
+        for rows, default in ((self.cut_front, "p4sub_cut_front_0"), (self.cut_back, "NoAction")):
+            action = next((a for v, m, a in rows if keep & m == v & m), default)
+            cut |= self.invalidated.get(action, set())
+        return [i for i in range(count) if i not in cut]
+
+    def process(self, in_port: int, frame: bytes) -> list[tuple[int, bytes]]:
+        plan, sp, n = self.plan, self.sp, self.plan.max_labels
+        size, vb = plan.label_bytes, 8 * plan.value_bytes
+        decision = self.decide(frame)
+        if decision is None or decision["reason"] is not None:
+            return []
+        count = int.from_bytes(frame[16:18], "big")
+        labels = [int.from_bytes(frame[18 + i * size:18 + (i + 1) * size], "big") for i in range(count)]
+        vals = [x & ((1 << vb) - 1) for x in labels]
+        body = frame[18 + count * size:]
+        stored, mask, pop, keep = (decision[k] for k in ("stored", "mask", "pop", "keep"))
+        own = [decision["own"] >> i & 1 for i in range(n)]
         ports = dict(sp.groups).get(mask, ())
         out = []
         for port in ports:
@@ -402,7 +540,7 @@ class ReadProgram:
                                  else (count + literal_value(num)) & 0xFFFF)
                 else:
                     new_count = count - pop
-                kept = [i for i in range(count) if keep >> i & 1]
+                kept = self.kept(keep, count)
             assert len(kept) == new_count  # the count the egress writes matches the labels it keeps
             out.append((port, frame[:16] + new_count.to_bytes(2, "big")
                         + b"".join(labels[i].to_bytes(size, "big") for i in kept) + body))

@@ -70,7 +70,7 @@ def test_entries_are_the_v1model_entries_at_every_label_position(plan):
             m = re.fullmatch(r"pipe\.SwitchIngress\.(check_(?:hop|tree|stop))_(\d+)", rec["table_name"])
             if m:
                 (key, value), = rec["key"].items()
-                assert key == f"vt_label[{m.group(2)}].ident"
+                assert key == f"vt_label${m.group(2)}.ident"  # bf-p4c's spelling of vt_label[i]
                 assert rec["action"] == f"SwitchIngress.vt_{m.group(1)[6:]}_{m.group(2)}"
                 (arg,) = rec["data"].values()
                 got.setdefault((m.group(1), int(m.group(2))), set()).add((value["value"], arg))
@@ -102,27 +102,63 @@ def folded(text: str, prefix: str, op: str = "|") -> set[str]:
     return held.get(first, set())
 
 
+def popped_tables(text: str) -> dict[int, dict[int, tuple[set[int], int]]]:
+    """The egress's ``vt_popped_c`` tables: chain -> {pop bitmap: (labels set invalid, count added)}."""
+    actions = {name: ({int(i) for i in re.findall(r"hdr\.vt_label\[(\d+)\]\.setInvalid\(\);", body)},
+                      int(re.search(r"meta\.vt_popn_\d+ = 16w(\d+);", body).group(1)))
+               for name, body in re.findall(r"action (vt_popped_\d+_\d+)\(\) \{(.*?)\n    \}", text, re.S)}
+    out: dict[int, dict[int, tuple[set[int], int]]] = {}
+    for chain, body in re.findall(r"table vt_popped_(\d+) \{(.*?)\n    \}", text, re.S):
+        assert f"hdr.vt_bridge.pops_{chain} : exact;" in body
+        rows = re.findall(r"\d+w(\d+) : (vt_popped_\d+_\d+)\(\);", body)
+        out[int(chain)] = {int(m): actions[a] for m, a in rows}
+    return out
+
+
 def test_program_does_what_the_interpreter_below_assumes(plan):
-    """The apply blocks ReadEntries follows: per position hop, else tree, else stop; popped hops; the
-    ingress port's bit removed; the one group; the egress keeps a copy only if its port's bit is set."""
+    """The apply blocks ReadEntries follows: per position hop, else tree, else stop; each position's
+    ports ORed into its chain's bitmaps, which OR trees fold; popped hops (marked per chain in the
+    ingress, removed and counted by the egress); the ingress port's bit removed; the one group; the
+    egress keeps a copy only if its port's bit is set."""
     for switch in ("e1_1", "c1"):
         text = render_vt(plan, switch)[PROGRAM]
+        egress = text[text.index("control SwitchEgress("):]
+        popped = popped_tables(egress)
+        marks: dict[tuple[int, int], int] = {}
+        chains = set()
         for i in range(plan.max_labels):
             assert re.search(rf"if \(hdr\.vt_label\[{i}\]\.isValid\(\)\) \{{\s*if \(!check_hop_{i}\.apply\(\)\.hit\) \{{"
                              rf"\s*if \(!check_tree_{i}\.apply\(\)\.hit\) \{{\s*check_stop_{i}\.apply\(\);", text), i
-            assert f"if (meta.vt_pop_{i} == 8w1) {{ hdr.vt_label[{i}].setInvalid(); }}" in text
-            assert re.search(rf"action vt_hop_{i}\(bit<{plan.mask_width}> port_bit\) \{{\s*meta\.vt_add_{i} = port_bit;"
-                             rf"\s*meta\.vt_pop_{i} = 8w1;", text)
-        assert folded(text, "vt_add_or") == {f"meta.vt_add_{i}" for i in range(plan.max_labels)}
-        assert folded(text, "vt_stop_or") == {f"meta.vt_stop_{i}" for i in range(plan.max_labels)} | {"meta.vt_in_bit"}
+            hop = re.search(rf"action vt_hop_{i}\(bit<{plan.mask_width}> port_bit\) \{{\s*meta\.vt_hop_(\d+) = meta\.vt_hop_\1 \| port_bit;"
+                            rf"\s*meta\.vt_pops_\1 = meta\.vt_pops_\1 \| \d+w(\d+);\s*\}}", text)
+            chain, bit = int(hop.group(1)), int(hop.group(2))
+            assert bit & (bit - 1) == 0 and (chain, bit) not in marks
+            marks[(chain, bit)] = i
+            chains.add(chain)
+            assert re.search(rf"action vt_tree_{i}\(bit<{plan.mask_width}> mask\) \{{\s*meta\.vt_add_{chain} = "
+                             rf"meta\.vt_add_{chain} \| mask;\s*\}}", text)
+            assert re.search(rf"action vt_stop_{i}\(bit<{plan.mask_width}> port_bit\) \{{\s*meta\.vt_stop_{chain} = "
+                             rf"meta\.vt_stop_{chain} \| port_bit;\s*\}}", text)
+        # every pop bitmap of a chain removes exactly the labels it marks, and counts them
+        assert set(popped) == chains
+        for chain, rows in popped.items():
+            bits = sorted(b for c, b in marks if c == chain)
+            for m in range(1, 2 ** len(bits)):
+                labels = {marks[(chain, b)] for k, b in enumerate(bits) if m >> k & 1}
+                assert rows[sum(b for k, b in enumerate(bits) if m >> k & 1)] == (labels, len(labels))
+            assert len(rows) == 2 ** len(bits) - 1  # no hop popped: a miss
+            assert f"hdr.vt_bridge.pops_{chain} = meta.vt_pops_{chain};" in text
+        assert folded(text, "vt_add_or") == {f"meta.vt_{k}_{c}" for k in ("add", "hop") for c in chains}
+        assert folded(text, "vt_stop_or") == {f"meta.vt_stop_{c}" for c in chains} | {"meta.vt_in_bit"}
         assert "hdr.vt_bridge.send = meta.vt_add_0 & ~meta.vt_stop_0;" in text
-        assert folded(text, "vt_pop_sum", "+") == {f"meta.vt_pop_{i}" for i in range(plan.max_labels)}
-        assert re.search(r"if \(meta\.vt_pop_15 == 8w1\) \{ hdr\.vt_label\[15\]\.setInvalid\(\); \}\s*"
-                         r"// The number of hops popped[^\n]*\n\s*vt_pop_sum_0_0_t\.apply\(\);", text)
-        assert "hdr.vt_shim.count = hdr.vt_shim.count - (bit<16>)meta.vt_pop_0;" in text
+        assert folded(egress, "vt_pop_sum", "+") == {f"meta.vt_popn_{c}" for c in chains}
+        assert "hdr.vt_shim.count = hdr.vt_shim.count - meta.vt_popn_0;" in egress
         assert "ig_intr_md_for_tm.mcast_grp_a = VT_GROUP;" in text and "const bit<16> VT_GROUP = 1;" in text
-        assert re.search(rf"vt_port_bit\.apply\(\);\s*if \(\(hdr\.vt_bridge\.send & meta\.vt_port_bit\) == {plan.mask_width}w0\) \{{"
-                         r"[^}]*eg_intr_md_for_dprsr\.drop_ctl = 3w1;\s*\} else \{\s*vt_host_port\.apply\(\);", text)
+        assert re.search(rf"action vt_set_port_bit\(bit<{plan.mask_width}> port_bit\) \{{\s*meta\.vt_port_bit = port_bit;"
+                         r"\s*meta\.vt_serve = hdr\.vt_bridge\.send & port_bit;", egress)
+        assert re.search(rf"vt_port_bit\.apply\(\);\s*if \(meta\.vt_serve == {plan.mask_width}w0\) \{{"
+                         r"[^}]*eg_intr_md_for_dprsr\.drop_ctl = 3w1;\s*\} else if \(!vt_host_port\.apply\(\)\.hit\) \{"
+                         r"\s*//[^\n]*\n\s*vt_popped_0\.apply\(\);", egress)
         assert "recirculate" not in text.split("*/", 1)[1]
 
 
@@ -151,6 +187,26 @@ class ReadEntries:
     def bit(self, table: str, port: int) -> int:
         hit = self.tables.get(table, {}).get(port)
         return hit[1]["port_bit"] if hit else 0
+
+    def scan(self, labels: list[int]) -> tuple[int, list[int]]:
+        """Every position's hop, else tree, else stop: the ports added minus those stopped (before the
+        ingress port's bit), and the positions of the hops popped."""
+        add = stop = 0
+        popped = []
+        for i, word in enumerate(labels):
+            for kind in ("hop", "tree", "stop"):
+                hit = self.tables.get(f"check_{kind}_{i}", {}).get(word)
+                if hit is not None:
+                    action, data = hit
+                    value = data["port_bit"] if kind != "tree" else data["mask"]
+                    if kind == "stop":
+                        stop |= value
+                    else:
+                        add |= value
+                    if kind == "hop":
+                        popped.append(i)
+                    break
+        return add & ~stop, popped
 
     def process(self, in_port: int, frame: bytes) -> list[tuple[int, bytes]]:
         if frame[12:14] != b"\x99\x99":
@@ -223,6 +279,26 @@ def follow(plan, topo, programs: dict[str, ReadEntries], sim: VtNetwork) -> int:
                     if topo.is_switch(node):
                         queue.append((node, node_port, copy))
     return hops
+
+
+def test_push_entries_carry_what_the_label_scan_decides_for_the_pushed_stack(plan):
+    """The edge's exclusive path: each push entry's last parameters are the scan of the switch's own
+    entries over the labels the entry pushes (ports to serve before the ingress port's bit, the hops
+    to pop per chain)."""
+    checked = 0
+    for switch, doc in documents(plan).items():
+        reader = ReadEntries(doc, plan.max_labels)
+        for rsid, (action, data) in reader.tables.get("vt_push", {}).items():
+            labels = [data[f"l{i}"] for i in range(data["count"])]
+            send, popped = reader.scan(labels)
+            if labels:
+                assert data["send"] == send and (data["drop"], data["reason"]) == (0, 0)
+            else:  # an empty stack: dropped as such (send all ones keeps the no-port test off it)
+                assert (data["send"], data["drop"], data["reason"]) == ((1 << plan.mask_width) - 1, 1, 3)
+            chains = len([k for k in data if k.startswith("pops_")])
+            assert {c + chains * k for c in range(chains) for k in range(8) if data[f"pops_{c}"] >> k & 1} == set(popped)
+            checked += 1
+    assert checked == sum(len(s.pushes) for s in plan.switches.values())
 
 
 def test_every_pushed_stack_is_forwarded_by_the_entries_as_vt_sim_forwards_it(plan, topo):
