@@ -19,14 +19,12 @@ from hypothesis import strategies as st
 from compiler.base import P4subError
 from compiler.network import HOST_ID_BITS, parse_network_rules
 from compiler.oracle import filter_holds
-from compiler.pleroma import Samples, build, enforce, flow_count
+from compiler.pleroma import build
 from compiler.rules import check_rules
 from runtime.netsim import Batch, simulate
 from runtime.netsim_pleroma import pleroma_network
 from runtime.pleroma_sim import simulate as pleroma_simulate, tree_behind_masks, wanted_matrix
-from tests.runtime.test_pleroma_sim import HOSTS, SPEC, TOPO, _rule
-
-FIELDS = ("m.a", "m.b", "m.c")
+from tests.compiler.pleroma.cases import EVENTS, FIELDS, HOSTS, PUBS, SCENARIO_ARGS, SPEC, TOPO, scenario, subscription
 
 
 def _batch(cols: dict[str, np.ndarray], rows: np.ndarray) -> Batch:
@@ -36,28 +34,12 @@ def _batch(cols: dict[str, np.ndarray], rows: np.ndarray) -> Batch:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(_rule(), min_size=1, max_size=8), st.integers(0, 2**32 - 1), st.sampled_from(["value", "rank"]),
-       st.sampled_from(["single", "publisher"]), st.sampled_from([None, "baseline", "ms", "history", "traffic"]),
-       st.integers(2, 24), st.booleans(), st.booleans())
+@given(st.lists(subscription(), min_size=1, max_size=8), *SCENARIO_ARGS)
 def test_netsim_delivers_what_the_rules_want_and_agrees_with_pleroma_sim(lines, seed, indexing, tree, merge,
                                                                          resolution, exact, on_add):
-    if exact:
-        indexing, merge, resolution = "rank", None, 24
-    typed = check_rules(parse_network_rules("\n".join(lines), TOPO), SPEC, port_bits=HOST_ID_BITS)
-    rng = np.random.default_rng(seed)
-    n = 120
-    cols = {f: rng.integers(0, 64, n).astype(np.uint64) for f in FIELDS}
-    pub_names = [HOSTS[0], HOSTS[5], HOSTS[14]]
-    pubs = rng.integers(0, len(pub_names), n)
-    full = merge is None and indexing == "rank" and resolution == 24
-    net = build(TOPO, typed, pub_names, 64 if full else resolution, indexing, tree, max_dz=None if full else 8)
-    dz = net.space.event_dz(cols, net.resolution)
-    tables = net.tables
-    if merge is not None:
-        limit = max(2, max(flow_count(tables).values()) // 2)
-        tables, _ = enforce(TOPO, tables, limit, merge, net.trees, net.resolution,
-                            Samples(dz[:40], pubs[:40], pub_names), seed=seed,
-                            requests=net.subscriptions if on_add else None)
+    sc = scenario(lines, seed, indexing, tree, merge, resolution, exact, on_add)
+    typed, net, tables, cols, dz, pubs, full = sc.typed, sc.net, sc.tables, sc.cols, sc.dz, sc.pubs, sc.full
+    pub_names, n = PUBS, EVENTS
     network = pleroma_network(TOPO, typed, SPEC, net.space, net.resolution, tables, net.trees, net.tree)
     ids = {TOPO.node_id(h): h for h in HOSTS}
     per_host = {h: np.zeros(4, dtype=np.int64) for h in HOSTS}  # delivered, wanted, FP, FN (others' events)

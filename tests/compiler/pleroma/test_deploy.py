@@ -10,34 +10,17 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.network import HOST_ID_BITS, fat_tree, parse_network_rules
+from compiler.network import HOST_ID_BITS, parse_network_rules
 from compiler.oracle import filter_holds
 from compiler.pleroma import Samples, decompose, enforce, event_space, flow_tables, trees
 from compiler.pleroma.churn import subscribe, unsubscribe
 from compiler.pleroma.deploy import plan
 from compiler.rules import check_rules
-from tests.compiler.specs import make_spec
-
-import numpy as np
-
-SPEC = make_spec({"m.a": (6, {"match_kind": "range"}), "m.b": (6, {"match_kind": "range"}),
-                  "m.c": (8, {"match_kind": "range"})})
-TOPO = fat_tree(4)
-HOSTS = TOPO.hosts()
-PUBS = [HOSTS[0], HOSTS[5], HOSTS[14]]
-OPS = ("==", "!=", "<", ">", ">=")
-
-
-def _rule():
-    cmp = st.builds(lambda f, op, c: f"m.{f} {op} {c}", st.sampled_from("abc"), st.sampled_from(OPS),
-                    st.integers(1, 62))
-    filt = st.lists(cmp, min_size=1, max_size=3).map(" and ".join)
-    return st.builds(lambda f, hs: f"{f}: fwd({', '.join(HOSTS[h] for h in sorted(set(hs)))});", filt,
-                     st.lists(st.integers(0, len(HOSTS) - 1), min_size=1, max_size=3))
-
+from tests.compiler.pleroma.cases import HOSTS, PUBS, SPEC, TOPO, subscription
 
 def _longest(table, dz: str) -> frozenset[int]:
     for k in range(len(dz), -1, -1):
@@ -111,7 +94,7 @@ def _events(space, fields, n, seed, resolution):
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(_rule(), min_size=1, max_size=7), st.data(), st.integers(0, 2**32 - 1),
+@given(st.lists(subscription(), min_size=1, max_size=7), st.data(), st.integers(0, 2**32 - 1),
        st.sampled_from(["value", "rank"]), st.sampled_from(["single", "publisher"]), st.integers(2, 12))
 def test_subscriptions_arriving_and_leaving_deploy_without_losing_an_event(lines, data, seed, indexing, kind,
                                                                            resolution):
@@ -165,7 +148,7 @@ def test_subscriptions_arriving_and_leaving_deploy_without_losing_an_event(lines
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(_rule(), min_size=1, max_size=7), st.integers(0, 2**32 - 1),
+@given(st.lists(subscription(), min_size=1, max_size=7), st.integers(0, 2**32 - 1),
        st.sampled_from(["baseline", "ms", "traffic", "history"]), st.booleans(), st.integers(4, 12))
 def test_merges_under_a_limit_deploy_without_losing_an_event(lines, seed, method, from_local, resolution):
     """From the unconstrained flows (or the ``ms`` local enforcer's) to ``method``'s under a limit:
