@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.bench_tofino_fit import P4SUB, ROOT, timed  # noqa: E402
 
 SPECS = {"itch": "apps/itch/itch.p4", "int": "apps/int/int.p4"}
+#: The seed of the sample a compile gets with ``--sample`` (the feed judged has seed 7).
+SAMPLE_SEED = 3
 #: What ``gen rules --constraints`` takes per workload (INT's three query fields, the latency twice).
 MAX_CONSTRAINTS = {"itch": 5, "int": 4}
 
@@ -38,15 +40,20 @@ def feed(workload: str, work: Path, seed: int) -> Path:
     return path
 
 
-def point(workload: str, n: int, constraints: int, target: str, work: Path, seconds: float, timeout: float) -> dict:
+def point(workload: str, n: int, constraints: int, target: str, work: Path, seconds: float, timeout: float,
+          sample: bool = False) -> dict:
     rules = work / f"{workload}-{n}-{constraints}.sub"
     if not rules.exists():
         subprocess.run(P4SUB + ["gen", "rules", "--workload", workload, "--filters", str(n), "--constraints",
                                 str(constraints), "-o", str(rules)], cwd=ROOT, check=True, capture_output=True)
     out = work / f"out-{workload}-{n}-{constraints}-{target}"
     args = ["compile", SPECS[workload], str(rules), "--target", target, "--budget", f"time={seconds:g}", "-o", str(out)]
+    if sample:  # a sample of the traffic, as a user who has one gives it (seed 3; the judged feed is seed 7)
+        out = out.with_name(out.name + "-traced")
+        args[-1] = str(out)
+        args += ["--trace", str(feed(workload, work, SAMPLE_SEED))]
     row = {"workload": workload, "filters": n, "constraints": constraints, "target": target,
-           **timed(args, timeout)}
+           "traffic": "sample (--trace)" if sample else "uniform (no --trace)", **timed(args, timeout)}
     if row["status"] != 0:
         return row
     stats = json.loads((out / "stats.json").read_text())
@@ -62,7 +69,7 @@ def point(workload: str, n: int, constraints: int, target: str, work: Path, seco
                    sram_percent=round(res["sram_percent"], 1), tcam_percent=round(res["tcam_percent"], 1),
                    batch_mode=notes.get("batch_mode"), passes=res.get("passes"),
                    messages_per_packet=notes.get("messages_per_packet"))
-    report = work / f"report-{workload}-{n}-{constraints}-{target}"
+    report = work / f"report-{out.name}"
     replay = timed(["replay", str(out), "--trace", str(feed(workload, work, 7)), "--app", workload,
                     "--report", str(report)], timeout)
     if replay["status"] == 0:
@@ -75,8 +82,8 @@ def point(workload: str, n: int, constraints: int, target: str, work: Path, seco
 
 
 def markdown(rows: list[dict]) -> str:
-    head = ("| workload | filters x constraints | target | status | layout | entries | groups | stages / SRAM / TCAM "
-            "| passes | exact / extra on unseen feed | wall s | peak MB | load |\n|" + "---|" * 13 + "\n")
+    head = ("| workload | filters x constraints | target | traffic the compile saw | status | layout | entries | groups "
+            "| stages / SRAM / TCAM | passes | exact / extra on unseen feed | wall s | peak MB | load |\n|" + "---|" * 14 + "\n")
     lines = []
     for r in rows:
         layout = f"{r.get('delivery', '-')}" + (f", {r['lanes']} lanes" if r.get("lanes", 1) > 1 else "")
@@ -87,7 +94,8 @@ def markdown(rows: list[dict]) -> str:
         if feed_.get("false_negatives"):
             extra += f" ({feed_['false_negatives']} FALSE NEGATIVES)"
         status = "ok" if r["status"] == 0 else (r["said"][0][:80] if r["said"] else str(r["status"]))
-        lines.append(f"| {r['workload']} | {r['filters']:,} x {r['constraints']} | {r['target']} | {status} | {layout} "
+        lines.append(f"| {r['workload']} | {r['filters']:,} x {r['constraints']} | {r['target']} "
+                     f"| {r.get('traffic', 'uniform (no --trace)')} | {status} | {layout} "
                      f"| {r.get('entries', '-')} | {r.get('groups', '-')} | {res} | {r.get('passes', '-')} | {extra} "
                      f"| {r['wall_s']} | {r['peak_mb']} | {r['load']} |")
     return head + "\n".join(lines) + "\n"
@@ -102,6 +110,8 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=120.0, help="each compile's --budget time= (default 120)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds for each command before it is stopped")
     ap.add_argument("--work", type=Path, help="keep rules, feeds and outputs here (default: a temporary directory)")
+    ap.add_argument("--sample", action="store_true",
+                    help="give each compile a traffic sample (--trace, a feed of another seed), as a user with one would")
     ap.add_argument("--out", type=Path, help="write fit_grid.json and fit_grid.md here")
     args = ap.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="p4sub-grid-"))
@@ -113,7 +123,7 @@ def main() -> int:
                 if c > MAX_CONSTRAINTS[workload]:
                     continue
                 for target in args.targets.split(","):
-                    row = point(workload, n, c, target, work, args.seconds, args.timeout)
+                    row = point(workload, n, c, target, work, args.seconds, args.timeout, args.sample)
                     rows.append(row)
                     print(json.dumps(row), flush=True)
     print(markdown(rows))
