@@ -34,6 +34,17 @@ def ipv4_udp(payload: bytes, dport: int, udp_checksum: int = 0x1111) -> bytes:
     return ETH + head + udp
 
 
+def itch_probes(model: Model, rng: random.Random, packets: int = 40) -> tuple[list, list]:
+    """``packets`` ITCH packets of 1 to 5 random Add Orders sent on port 0, and what each port must
+    receive of them (:func:`expected_itch`)."""
+    send, expected = [], []
+    for seq in range(packets):
+        orders = random_orders(rng, rng.randint(1, 5), seq * 100)
+        send.append((0, itch_packet(orders, seq)))
+        expected += list(expected_itch(model, orders, seq).items())
+    return send, expected
+
+
 @dataclass(frozen=True)
 class AddOrder:
     stock: bytes

@@ -151,12 +151,7 @@ def test_itch_on_bmv2_matches_the_reference_model_and_updates_atomically(tmp_pat
         r = switch.p4sub("install", str(out), "--grpc", switch.grpc, "--batch-size", "7")
         assert r.returncode == 0, r.stderr
         assert "holds exactly the wanted entries" in r.stdout
-        rng = random.Random(7)
-        send, expected = [], []
-        for seq in range(40):
-            orders = pk.random_orders(rng, rng.randint(1, 5), seq * 100)
-            send.append((0, pk.itch_packet(orders, seq)))
-            expected += list(pk.expected_itch(Model(pipeline), orders, seq).items())
+        send, expected = pk.itch_probes(Model(pipeline), random.Random(7))
         send.append((0, pk.ipv4_udp(b"not moldudp", 9999)))          # not a query packet: dropped
         send.append((0, pk.itch_packet([], 999)))                      # heartbeat: no message, dropped
         _compare(switch.exchange(send, [1, 2, 3], [pk.ITCH_PORT, 9999]), expected)
@@ -321,12 +316,7 @@ def test_batched_itch_with_port_bitmaps_on_simple_switch_prunes_as_the_model(tmp
     pipeline = h.compile_text(h.itch_spec(), h.ITCH_RULES, delivery="bitmap", lanes=lanes).pipeline
     out = tmp_path / "itch"
     with cli_switch(pipeline, out, tmp_path) as switch:
-        rng = random.Random(11)
-        send, expected = [], []
-        for seq in range(40):
-            orders = pk.random_orders(rng, rng.randint(1, 5), seq * 100)
-            send.append((0, pk.itch_packet(orders, seq)))
-            expected += list(pk.expected_itch(Model(pipeline), orders, seq).items())
+        send, expected = pk.itch_probes(Model(pipeline), random.Random(11))
         send.append((0, pk.itch_packet([], 999)))  # heartbeat: no message, dropped
         _compare(switch.exchange(send, [1, 2, 3], [pk.ITCH_PORT]), expected)
 

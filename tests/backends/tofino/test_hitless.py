@@ -18,6 +18,7 @@ import random
 import re
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -52,6 +53,21 @@ def rules(rng: random.Random, n: int) -> list[str]:
         else:
             out.append(f"order.qty <= {rng.randint(1, 500)} : fwd({rng.randint(1, 4)});")
     return out
+
+
+def two_versions(spec, tmp_path: Path):
+    """An incremental compile of 20 random rules (room for updates) and the same with the first 5
+    removed, both emitted for Tofino in ``tmp_path/v1`` and ``v2``: (old, new, v1, v2)."""
+    old_text = rules(random.Random(9), 20)
+    options = CompileOptions(delivery="groups", tables=TableOptions(min_state_bits=8, min_size=1024))  # room
+    inc = Incremental.compile(spec, parse_rules("\n".join(old_text)), options)
+    old = inc.pipeline()
+    inc.update(remove=list(parse_rules("\n".join(old_text[:5])).rules))
+    new = inc.pipeline()
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    tofino.emit(old, v1)
+    tofino.emit(new, v2)
+    return old, new, v1, v2
 
 
 def entry_of(r: dict, pipeline: ir.Pipeline) -> ir.Entry:
@@ -165,16 +181,7 @@ def test_install_writes_the_steps_and_reads_back_the_new_entries(tmp_path, monke
     package.client = client
     monkeypatch.setitem(sys.modules, "bfrt_grpc", package)
     monkeypatch.setitem(sys.modules, "bfrt_grpc.client", client)
-    rng = random.Random(9)
-    old_text = rules(rng, 20)
-    options = CompileOptions(delivery="groups", tables=TableOptions(min_state_bits=8, min_size=1024))  # room
-    inc = Incremental.compile(SPEC, parse_rules("\n".join(old_text)), options)
-    old = inc.pipeline()
-    inc.update(remove=list(parse_rules("\n".join(old_text[:5])).rules))
-    new = inc.pipeline()
-    v1, v2 = tmp_path / "v1", tmp_path / "v2"
-    tofino.emit(old, v1)
-    tofino.emit(new, v2)
+    old, new, v1, v2 = two_versions(SPEC, tmp_path)
     from backends.tofino.install import install as install_all
 
     assert install_all(v1, args()) == 0

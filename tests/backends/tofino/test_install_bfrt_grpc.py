@@ -257,29 +257,15 @@ def test_a_hitless_update_through_the_real_client_leaves_the_new_entries(pre_sch
     states), bf-p4c building the old program: ``--hitless`` writes its steps through bfrt_grpc and
     the switch ends up holding the new file exactly."""
     import argparse
-    import random
 
-    import backends.tofino as tofino
     from backends.tofino.hitless import install as install_hitless
     from backends.tofino.install import install
-    from compiler.compile import CompileOptions
-    from compiler.incremental import Incremental
-    from compiler.rules.parser import parse_rules
-    from compiler.tables import TableOptions
     from tests.backends.tofino.helpers import scalar_spec
-    from tests.backends.tofino.test_hitless import rules
+    from tests.backends.tofino.test_hitless import two_versions
 
     if shutil.which("bf-p4c") is None:
         pytest.skip("bf-p4c is not on PATH (p4c built with -DENABLE_TOFINO=ON, or the Tofino SDE)")
-    old_text = rules(random.Random(9), 20)
-    options = CompileOptions(delivery="groups", tables=TableOptions(min_state_bits=8, min_size=1024))
-    inc = Incremental.compile(scalar_spec(), parse_rules("\n".join(old_text)), options)
-    old = inc.pipeline()
-    inc.update(remove=list(parse_rules("\n".join(old_text[:5])).rules))
-    new = inc.pipeline()
-    v1, v2 = tmp_path / "v1", tmp_path / "v2"
-    tofino.emit(old, v1)
-    tofino.emit(new, v2)
+    old, new, v1, v2 = two_versions(scalar_spec(), tmp_path)
     assert main(["build", str(v1)]) == 0
     device, server, address = start(v1, pre_schema)
     args = argparse.Namespace(grpc=address, device_id=0, program_name=None, dry_run=False, batch_size=50)
